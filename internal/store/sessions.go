@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+// SessionTokens are the hashes and expiry times of a new access and refresh
+// token pair. The store never sees a raw token.
+type SessionTokens struct {
+	AccessHash     string
+	AccessExpires  time.Time
+	RefreshHash    string
+	RefreshExpires time.Time
+}
+
+var errBadRefresh = perch.Errorf(perch.EUNAUTHORIZED, "The refresh token is invalid or expired.")
+
+// CreateSession records a new sign-in of userID with its first token pair and
+// returns the session ID.
+func (s *Store) CreateSession(ctx context.Context, userID string, t SessionTokens) (string, error) {
+	id := newID()
+	now := s.now()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, user_id, created_at) VALUES (?, ?, ?)`), id, userID, ms(now)); err != nil {
+			return err
+		}
+		return s.insertTokens(ctx, tx, id, t, now)
+	})
+	return id, err
+}
+
+func (s *Store) insertTokens(ctx context.Context, tx *sql.Tx, sessionID string, t SessionTokens, now time.Time) error {
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO session_tokens (hash, session_id, kind, created_at, expires_at)
+		VALUES (?, ?, 'access', ?, ?), (?, ?, 'refresh', ?, ?)`),
+		t.AccessHash, sessionID, ms(now), ms(t.AccessExpires), t.RefreshHash, sessionID, ms(now), ms(t.RefreshExpires))
+	return err
+}
+
+// RotateRefresh spends the refresh token with hash oldHash and records the
+// new pair in its session. A token presented a second time means it leaked:
+// the whole session is revoked and EUNAUTHORIZED returned, as for an unknown,
+// expired or revoked token.
+func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionTokens) (userID, sessionID string, err error) {
+	now := s.now()
+	reused := false
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var expires int64
+		var used, revoked sql.NullInt64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT t.session_id, t.expires_at, t.used_at, s.revoked_at, s.user_id
+			FROM session_tokens t JOIN sessions s ON s.id = t.session_id
+			WHERE t.hash = ? AND t.kind = 'refresh'`), oldHash).Scan(&sessionID, &expires, &used, &revoked, &userID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return errBadRefresh
+		case err != nil:
+			return err
+		case revoked.Valid:
+			return errBadRefresh
+		case used.Valid:
+			reused = true
+			_, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE id = ?`), ms(now), sessionID)
+			return err
+		case expires <= ms(now):
+			return errBadRefresh
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE session_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`), ms(now), oldHash)
+		if err := expectOne(res, err, "Refresh token"); err != nil {
+			return errBadRefresh
+		}
+		return s.insertTokens(ctx, tx, sessionID, t, now)
+	})
+	if err == nil && reused {
+		err = perch.Errorf(perch.EUNAUTHORIZED, "The refresh token was already used; the sign-in has been revoked.")
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return userID, sessionID, nil
+}
+
+// RevokeSessionByRefresh ends the sign-in that the refresh token belongs to.
+// An unknown token is not an error: signing out twice is harmless.
+func (s *Store) RevokeSessionByRefresh(ctx context.Context, refreshHash string) error {
+	_, err := s.w.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ?
+		WHERE revoked_at IS NULL AND id = (SELECT session_id FROM session_tokens WHERE hash = ? AND kind = 'refresh')`),
+		ms(s.now()), refreshHash)
+	return err
+}
+
+// AccessPrincipal returns the user and session of a live access token, or
+// EUNAUTHORIZED when it is unknown, expired or its session revoked.
+func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.User, string, error) {
+	var sessionID string
+	u, err := scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT `+userColumns+`, t.session_id
+		FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
+		WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL`),
+		accessHash, ms(s.now())), &sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", perch.Errorf(perch.EUNAUTHORIZED, "The access token is invalid or expired.")
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return u, sessionID, nil
+}
+
+// PruneSessions deletes expired tokens and sessions that have no live token
+// left, and returns how many tokens went.
+func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
+	now := ms(s.now())
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM session_tokens WHERE expires_at <= ?`), now)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE NOT EXISTS (SELECT 1 FROM session_tokens t WHERE t.session_id = sessions.id)`)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,248 @@
+// Package store keeps Perch's state in SQLite or PostgreSQL. One Store type
+// serves both: the Go is shared, the SQL is written once with ? placeholders
+// (rebound to $n for PostgreSQL), and each dialect has its own embedded,
+// numbered migrations. Missing rows are perch.ENOTFOUND errors, never nil
+// results, and driver errors are mapped by their codes.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/perch-dev/perch"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+// The two supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is Perch's state. It is safe for concurrent use.
+type Store struct {
+	dialect Dialect
+	w       *sql.DB // writes; a single connection on SQLite, which has one writer
+	r       *sql.DB // reads; the same pool as w on PostgreSQL
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+
+	rebound sync.Map // query with ? → query with $n, for PostgreSQL
+}
+
+// Open connects to the database named by dsn: a postgres:// or postgresql://
+// URL, or else a SQLite file path (optionally written sqlite://path or
+// file:path). It does not migrate; call Migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	s := &Store{Now: time.Now}
+	var err error
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		s.dialect = Postgres
+		s.w, err = sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		s.w.SetMaxOpenConns(20)
+		s.w.SetMaxIdleConns(20)
+		s.w.SetConnMaxIdleTime(5 * time.Minute)
+		s.r = s.w
+	} else {
+		s.dialect = SQLite
+		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
+		if path == "" {
+			return nil, errors.New("open sqlite: empty file path")
+		}
+		if s.w, err = sql.Open("sqlite", sqliteDSN(path, false)); err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetConnMaxLifetime(0)
+		if s.r, err = sql.Open("sqlite", sqliteDSN(path, true)); err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		s.r.SetMaxOpenConns(max(4, runtime.NumCPU()))
+	}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sqliteDSN names the pragmas every connection gets: WAL so readers never
+// wait for the writer, a busy timeout instead of immediate SQLITE_BUSY, and
+// immediate transactions so a writer takes its lock up front.
+func sqliteDSN(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Dialect reports which database the store uses.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s: %w", s.dialect, err)
+	}
+	return nil
+}
+
+// Close releases every connection.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// Migrate applies every pending migration of the store's dialect. On
+// PostgreSQL an advisory lock keeps instances that start together from
+// migrating twice.
+func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
+	fsys, err := fs.Sub(migrations, "migrations/"+string(s.dialect))
+	if err != nil {
+		return err
+	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	dialect := goose.DialectSQLite3
+	if s.dialect == Postgres {
+		dialect = goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(dialect, s.w, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.dialect, err)
+	}
+	for _, r := range results {
+		logger.Info("migration applied", "dialect", s.dialect, "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// q returns query with its ? placeholders written the dialect's way.
+func (s *Store) q(query string) string {
+	if s.dialect != Postgres {
+		return query
+	}
+	if v, ok := s.rebound.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	s.rebound.Store(query, b.String())
+	return b.String()
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx runs fn in a write transaction, committing when it returns nil.
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is a unique or primary-key clash.
+func isUniqueViolation(err error) bool {
+	if e, ok := errors.AsType[*sqlite.Error](err); ok {
+		c := e.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return e.Code == "23505"
+	}
+	return false
+}
+
+// notFound turns sql.ErrNoRows into a perch.ENOTFOUND error about what.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return perch.Errorf(perch.ENOTFOUND, "%s not found.", what)
+	}
+	return err
+}
+
+// ms is the stored form of a time: Unix milliseconds, the same in both
+// databases and sortable.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS is the inverse of ms.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// fromNullMS reads an optional time.
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+// now is the store's clock at the stored precision.
+func (s *Store) now() time.Time { return perch.Timestamp(s.Now()) }

@@ -1,0 +1,131 @@
+// Package storetest runs tests against every database Perch supports: SQLite
+// always, PostgreSQL when PERCH_TEST_POSTGRES_URL names a server. Each test
+// gets a fresh, migrated database (a new file, or a new schema) that is
+// dropped when the test ends. The conformance suite of the store lives in
+// this package's tests; other packages use Run to do the same.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// PostgresURLEnv names the variable that enables the PostgreSQL runs.
+const PostgresURLEnv = "PERCH_TEST_POSTGRES_URL"
+
+// Backends are the dialects Run covers, in order.
+var Backends = []store.Dialect{store.SQLite, store.Postgres}
+
+// Run calls fn in one subtest per backend, each with a fresh store.
+// The PostgreSQL subtest is skipped, saying why, when the URL is not set.
+func Run(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(string(b), func(t *testing.T) {
+			fn(t, New(t, b))
+		})
+	}
+}
+
+// New returns a fresh, migrated store of the given dialect, closed and
+// removed when tb ends.
+func New(tb testing.TB, dialect store.Dialect) *store.Store {
+	tb.Helper()
+	dsn := DSN(tb, dialect)
+	s, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatalf("open %s: %v", dialect, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.Migrate(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		tb.Fatalf("migrate %s: %v", dialect, err)
+	}
+	return s
+}
+
+// DSN returns the connection string of a new, empty database of the given
+// dialect that lives as long as tb: a file in a temporary directory, or a
+// schema of its own on the test PostgreSQL server. It skips tb when the
+// dialect is PostgreSQL and no server is configured.
+func DSN(tb testing.TB, dialect store.Dialect) string {
+	tb.Helper()
+	if dialect == store.SQLite {
+		return filepath.Join(tb.TempDir(), "perch.db")
+	}
+	base := os.Getenv(PostgresURLEnv)
+	if base == "" {
+		tb.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test) to run them", PostgresURLEnv)
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		tb.Fatalf("postgres: %v", err)
+	}
+	defer admin.Close()
+	schema := "t_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_", " ", "_").Replace(tb.Name()))
+	if len(schema) > 40 {
+		schema = schema[:40]
+	}
+	schema = fmt.Sprintf("%s_%d", schema, os.Getpid()) + randomSuffix()
+	if _, err := admin.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
+		tb.Fatalf("postgres: create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		db.Exec(`DROP SCHEMA "` + schema + `" CASCADE`)
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("%s: %v", PostgresURLEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "_" + hex.EncodeToString(b[:])
+}
+
+// Clock is a clock that tests move by hand.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock stopped at a fixed instant.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+const userColumns = `u.id, u.email, u.name, u.email_verified, u.org_id, u.org_role, u.is_admin, u.created_at, u.updated_at`
+
+func scanUser(row interface{ Scan(...any) error }, extra ...any) (*perch.User, error) {
+	var u perch.User
+	var created, updated int64
+	dest := append([]any{&u.ID, &u.Email, &u.Name, &u.EmailVerified, &u.OrgID, &u.OrgRole, &u.IsAdmin, &created, &updated}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
+	return &u, nil
+}
+
+// CreateUser creates an account and, in the same transaction, the
+// organisation it owns: "<name>'s organisation" on a team-plan trial.
+// It returns ECONFLICT when the e-mail address (case-insensitively) is taken.
+func (s *Store) CreateUser(ctx context.Context, name, email, passwordHash string) (*perch.User, error) {
+	now := s.now()
+	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
+	u := &perch.User{ID: newID(), Email: email, Name: name, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
+	orgName := name + "'s organisation"
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		orgID, err := s.createOrg(ctx, tx, orgName, now)
+		if err != nil {
+			return err
+		}
+		u.OrgID = orgID
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
+			(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			u.ID, u.OrgID, u.OrgRole, ms(now), u.Email, perch.NormalizeEmail(email), u.Name, passwordHash, ms(now), ms(now))
+		if isUniqueViolation(err) {
+			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// createOrg inserts a new organisation on a team-plan trial and returns its ID.
+func (s *Store) createOrg(ctx context.Context, tx *sql.Tx, name string, now time.Time) (string, error) {
+	id := newID()
+	trialEnds := now.Add(perch.TrialDays * 24 * time.Hour)
+	// The slug is readable and unique without a retry loop: the random suffix
+	// comes from the ID.
+	slug := slugify(name) + "-" + id[:6]
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO orgs (id, name, slug, plan, plan_status, trial_ends_at, created_at)
+		VALUES (?, ?, ?, 'team', ?, ?, ?)`), id, name, slug, perch.PlanTrialing, ms(trialEnds), ms(now))
+	if err != nil {
+		return "", fmt.Errorf("create org: %w", err)
+	}
+	return id, nil
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+func slugify(s string) string {
+	s = strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(s) > 40 {
+		s = strings.TrimRight(s[:40], "-")
+	}
+	if s == "" {
+		s = "org"
+	}
+	return s
+}
+
+// User returns the user with the given ID, or ENOTFOUND.
+func (s *Store) User(ctx context.Context, id string) (*perch.User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT `+userColumns+` FROM users u WHERE u.id = ?`), id))
+	return u, notFound(err, "User")
+}
+
+// UserCredentials returns the user with the given e-mail address (compared
+// case-insensitively) and their password hash, or ENOTFOUND.
+func (s *Store) UserCredentials(ctx context.Context, email string) (*perch.User, string, error) {
+	var hash string
+	u, err := scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT `+userColumns+`, u.password_hash FROM users u WHERE u.email_norm = ?`),
+		perch.NormalizeEmail(email)), &hash)
+	if err != nil {
+		return nil, "", notFound(err, "User")
+	}
+	return u, hash, nil
+}
+
+// PasswordHash returns the password hash of a user, or ENOTFOUND.
+func (s *Store) PasswordHash(ctx context.Context, userID string) (string, error) {
+	var hash string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT password_hash FROM users WHERE id = ?`), userID).Scan(&hash)
+	return hash, notFound(err, "User")
+}
+
+// SetUserName renames a user and returns the updated user.
+func (s *Store) SetUserName(ctx context.Context, userID, name string) (*perch.User, error) {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE users SET name = ?, updated_at = ? WHERE id = ?`),
+		strings.TrimSpace(name), ms(s.now()), userID)
+	if err := expectOne(res, err, "User"); err != nil {
+		return nil, err
+	}
+	return s.User(ctx, userID)
+}
+
+// SetPassword replaces a user's password hash and revokes every sign-in of
+// theirs except keepSession (which may be empty to revoke them all).
+func (s *Store) SetPassword(ctx context.Context, userID, hash, keepSession string) error {
+	now := ms(s.now())
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`), hash, now, userID)
+		if err := expectOne(res, err, "User"); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL`),
+			now, userID, keepSession)
+		return err
+	})
+}
+
+// GrantAdmin makes the account with the given e-mail address a platform admin.
+func (s *Store) GrantAdmin(ctx context.Context, email string) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE users SET is_admin = TRUE, updated_at = ? WHERE email_norm = ?`),
+		ms(s.now()), perch.NormalizeEmail(email))
+	return expectOne(res, err, "User")
+}
+
+// Org returns the organisation with the given ID, or ENOTFOUND.
+func (s *Store) Org(ctx context.Context, id string) (*perch.Org, error) {
+	var o perch.Org
+	var created int64
+	var trial sql.NullInt64
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT id, name, slug, plan, plan_status, trial_ends_at, created_at FROM orgs WHERE id = ?`), id).
+		Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.PlanStatus, &trial, &created)
+	if err != nil {
+		return nil, notFound(err, "Organisation")
+	}
+	o.CreatedAt, o.TrialEndsAt = fromMS(created), fromNullMS(trial)
+	return &o, nil
+}
+
+// expectOne turns an update or delete that touched no row into ENOTFOUND.
+func expectOne(res sql.Result, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return perch.Errorf(perch.ENOTFOUND, "%s not found.", what)
+	}
+	return nil
+}

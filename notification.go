@@ -1,0 +1,77 @@
+package perch
+
+import "time"
+
+// Severities, from least to most urgent.
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeverityError   = "error"
+)
+
+// ValidSeverity reports whether s is one of the three severities.
+func ValidSeverity(s string) bool {
+	return s == SeverityInfo || s == SeverityWarning || s == SeverityError
+}
+
+// Sources: the receiver an event came through, or Perch itself.
+const (
+	SourceInbound   = "inbound"
+	SourceIncidents = "incidents"
+	SourceCodeHost  = "code-host"
+	SourceMonitor   = "monitoring"
+	SourcePaymentsA = "payments-a"
+	SourcePaymentsB = "payments-b"
+	SourceSystem    = "system"
+	SourceWorkflow  = "workflow"
+)
+
+// Default tabs of DESIGN.md §5.
+const (
+	TabIncidents  = "Incidents"
+	TabCode       = "Code"
+	TabMonitoring = "Monitoring"
+	TabPayments   = "Payments"
+	TabInbound    = "Inbound"
+)
+
+// Scope types: who a notification is for.
+const (
+	ScopeUser = "user"
+	ScopeTeam = "team"
+	ScopeOrg  = "org"
+	ScopeAll  = "all" // a token-less broadcast
+)
+
+// Scope names the audience of a notification.
+type Scope struct {
+	Type string `json:"type"`
+	ID   string `json:"id,omitempty"`
+}
+
+// Notification is what the menu bar shows.
+type Notification struct {
+	ID        string    `json:"id"`
+	Tab       string    `json:"tab"`
+	Title     string    `json:"title"`
+	Message   string    `json:"message"`
+	Severity  string    `json:"severity"`
+	Source    string    `json:"source"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"created_at"`
+	Scope     Scope     `json:"scope"`
+	Read      bool      `json:"read"`
+}
+
+// Event is what a sender's parser makes of one delivery before it is stored:
+// a notification without identity, time or audience, plus the sender's own
+// delivery id when it has one (for de-duplication).
+type Event struct {
+	Tab        string
+	Title      string
+	Message    string
+	Severity   string
+	Source     string
+	URL        string
+	DeliveryID string
+}

@@ -1,0 +1,73 @@
+package perch
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Prefixes of the raw credentials Perch hands out. A raw value is shown once
+// and only its hash is stored.
+const (
+	APITokenPrefix     = "pat_"
+	WebhookTokenPrefix = "whk_"
+	AccessTokenPrefix  = "pac_"
+	RefreshTokenPrefix = "prf_"
+)
+
+// MaxTokenLabelLen is the longest API or webhook token label.
+const MaxTokenLabelLen = 100
+
+// APIToken is a long-lived personal credential, usable as a bearer token
+// wherever an access token is.
+type APIToken struct {
+	ID             string     `json:"id"`
+	UserID         string     `json:"-"`
+	Label          string     `json:"label"`
+	TokenPrefix    string     `json:"token_prefix"`
+	IsActive       bool       `json:"is_active"`
+	LastVerifiedAt *time.Time `json:"last_verified_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+// APITokenUpdate changes a token; nil fields stay as they are.
+type APITokenUpdate struct {
+	Label    *string
+	IsActive *bool
+}
+
+// ValidateTokenLabel returns the trimmed label, or a bad_request error: the
+// spec answers a missing or over-long label with 400, not 422.
+func ValidateTokenLabel(label string) (string, error) {
+	label = strings.TrimSpace(label)
+	switch {
+	case label == "":
+		return "", &Error{Code: EBADREQUEST, Message: "A label is required.", Fields: map[string]string{"label": "is required"}}
+	case utf8.RuneCountInString(label) > MaxTokenLabelLen:
+		return "", &Error{Code: EBADREQUEST, Message: "The label is too long.", Fields: map[string]string{"label": "must be at most 100 characters"}}
+	}
+	return label, nil
+}
+
+// Principal is who a request acts for, and through which credential.
+type Principal struct {
+	User       *User
+	SessionID  string // set when signed in with an access token or a dashboard session
+	APITokenID string // set when signed in with an API token
+}
+
+// Session is one sign-in: the pair of tokens a login, registration or
+// device approval hands out, renewed by refresh.
+type Session struct {
+	UserID       string    `json:"user_id"`
+	SessionID    string    `json:"-"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token"`
+	ExpiresAt    time.Time `json:"-"` // of the access token
+}
+
+// Token lifetimes of DESIGN.md §4.
+const (
+	AccessTokenTTL  = 15 * time.Minute
+	RefreshTokenTTL = 30 * 24 * time.Hour
+)

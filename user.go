@@ -1,0 +1,136 @@
+package perch
+
+import (
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Org roles, from most to least powerful.
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+)
+
+// User is an account. Every user belongs to exactly one organisation.
+type User struct {
+	ID            string    `json:"id"`
+	Email         string    `json:"email"`
+	Name          string    `json:"name"`
+	EmailVerified bool      `json:"email_verified"`
+	OrgID         string    `json:"org_id"`
+	OrgRole       string    `json:"org_role"`
+	IsAdmin       bool      `json:"is_admin"` // platform admin: granted in the store or listed in PERCH_ADMIN_EMAILS
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// IsOrgAdmin reports whether u may manage their organisation.
+func (u *User) IsOrgAdmin() bool { return u.OrgRole == RoleOwner || u.OrgRole == RoleAdmin }
+
+// Org is an organisation: the unit of membership, billing and scope.
+type Org struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Slug        string     `json:"slug"`
+	Plan        string     `json:"plan"`
+	PlanStatus  string     `json:"plan_status"`
+	TrialEndsAt *time.Time `json:"trial_ends_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// Plan statuses.
+const (
+	PlanTrialing = "trialing"
+	PlanActive   = "active"
+)
+
+// TrialDays is how long a new organisation's team-plan trial lasts.
+const TrialDays = 14
+
+// NewUser is what registration needs to create an account.
+type NewUser struct {
+	Name     string
+	Email    string
+	Password string
+}
+
+// Password rules of DESIGN.md §4.
+const (
+	MinPasswordLen = 10
+	MaxPasswordLen = 128
+	MaxNameLen     = 100
+	MaxEmailLen    = 254
+)
+
+// NormalizeEmail returns the form of an address that uniqueness is decided on.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// Validate checks a registration and reports every problem at once.
+func (n *NewUser) Validate() error {
+	p := Problems{}
+	ValidateName(p, n.Name)
+	ValidateEmail(p, n.Email)
+	ValidatePassword(p, "password", n.Password, n.Email)
+	return p.Err()
+}
+
+// ValidateName records a problem with a display name.
+func ValidateName(p Problems, name string) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		p.Add("name", "is required")
+	case utf8.RuneCountInString(name) > MaxNameLen:
+		p.Add("name", "must be at most 100 characters")
+	}
+}
+
+// ValidateEmail records a problem with an e-mail address. Display names and
+// comments ("Ann <ann@example.com>") are refused: an address is wanted.
+func ValidateEmail(p Problems, email string) {
+	email = strings.TrimSpace(email)
+	if email == "" {
+		p.Add("email", "is required")
+		return
+	}
+	a, err := mail.ParseAddress(email)
+	at := strings.LastIndexByte(email, '@')
+	if err != nil || a.Address != email || len(email) > MaxEmailLen || at < 1 || !strings.Contains(email[at+1:], ".") {
+		p.Add("email", "must be a valid e-mail address")
+	}
+}
+
+// ValidatePassword records a problem with a password under field.
+func ValidatePassword(p Problems, field, password, email string) {
+	n := utf8.RuneCountInString(password)
+	switch {
+	case n < MinPasswordLen:
+		p.Add(field, "must be at least 10 characters")
+	case n > MaxPasswordLen:
+		p.Add(field, "must be at most 128 characters")
+	case strings.EqualFold(strings.TrimSpace(password), strings.TrimSpace(email)):
+		p.Add(field, "must not be your e-mail address")
+	case oneRepeatedRune(password):
+		p.Add(field, "must not be one character repeated")
+	}
+}
+
+func oneRepeatedRune(s string) bool {
+	first, _ := utf8.DecodeRuneInString(s)
+	for _, r := range s {
+		if r != first {
+			return false
+		}
+	}
+	return true
+}
+
+// UserUpdate is a change to one's own profile; nil fields stay as they are.
+type UserUpdate struct {
+	Name            *string
+	Password        *string
+	CurrentPassword string
+}
