@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+// config is the server's configuration (DESIGN.md §3).
+type config struct {
+	Listen             string
+	BaseURL            string
+	DatabaseURL        string
+	RedisURL           string
+	AdminEmails        []string
+	TrustedProxies     []netip.Prefix
+	UserLimit          perch.Limit
+	AuthLimit          perch.Limit
+	AnonymousBroadcast bool
+	GitHubSecret       string
+	PagerDutySecret    string
+	SMTPURL            string
+	MailFrom           string
+	Retention          time.Duration
+	LogFormat          string
+	LogLevel           string
+}
+
+// setting is one configuration value: its flag, the variable of the same
+// name, its default, and how to read it into a config.
+type setting struct {
+	flag, def, help string
+	set             func(c *config, v string) error
+}
+
+// env is the variable that goes with a flag: --database-url → PERCH_DATABASE_URL.
+func (s setting) env() string {
+	return "PERCH_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+}
+
+var settings = []setting{
+	{"listen", ":8080", "address to listen on", func(c *config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port, e.g. :8080 or 127.0.0.1:8080")
+		}
+		c.Listen = v
+		return nil
+	}},
+	{"base-url", "http://localhost:8080", "public URL of this server, used in links and webhook URLs", func(c *config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("want an http(s) URL with no path, e.g. https://perch.example.com")
+		}
+		c.BaseURL = strings.TrimSuffix(v, "/")
+		return nil
+	}},
+	{"database-url", "perch.db", "SQLite file path, or a postgres:// URL", func(c *config, v string) error {
+		if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
+			if _, err := url.Parse(v); err != nil {
+				return fmt.Errorf("not a valid URL")
+			}
+		} else if strings.Contains(v, "://") && !strings.HasPrefix(v, "sqlite://") {
+			return fmt.Errorf("want a SQLite file path or a postgres:// URL")
+		}
+		if v == "" {
+			return fmt.Errorf("must not be empty")
+		}
+		c.DatabaseURL = v
+		return nil
+	}},
+	{"redis-url", "", "redis:// URL for fan-out and shared rate limits across instances (unset: in-process)", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return fmt.Errorf("want redis://host:port or rediss://host:port")
+		}
+		return fmt.Errorf("running several instances on Redis is not available in this version yet; unset it to run one instance")
+	}},
+	{"admin-emails", "", "comma-separated addresses of platform admins", func(c *config, v string) error {
+		var bad []string
+		for _, e := range splitList(v) {
+			p := perch.Problems{}
+			if perch.ValidateEmail(p, e); len(p) > 0 {
+				bad = append(bad, e)
+			}
+			c.AdminEmails = append(c.AdminEmails, e)
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("not e-mail addresses: %s", strings.Join(bad, ", "))
+		}
+		return nil
+	}},
+	{"trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed", func(c *config, v string) error {
+		for _, s := range splitList(v) {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8", s)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+		}
+		return nil
+	}},
+	{"rate-limit-user", "120/1m", "requests per user on authenticated endpoints, N/period", func(c *config, v string) (err error) {
+		c.UserLimit, err = perch.ParseLimit(v)
+		return err
+	}},
+	{"rate-limit-auth", "10/15m", "requests per client IP on sign-in endpoints, N/period", func(c *config, v string) (err error) {
+		c.AuthLimit, err = perch.ParseLimit(v)
+		return err
+	}},
+	{"anonymous-broadcast", "true", "whether token-less receiver calls broadcast (false: 401)", func(c *config, v string) (err error) {
+		c.AnonymousBroadcast, err = strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
+	{"github-webhook-secret", "", "secret that GitHub signs deliveries with (X-Hub-Signature-256)", func(c *config, v string) error {
+		c.GitHubSecret = v
+		return nil
+	}},
+	{"pagerduty-webhook-secret", "", "secret that PagerDuty signs deliveries with (X-PagerDuty-Signature)", func(c *config, v string) error {
+		c.PagerDutySecret = v
+		return nil
+	}},
+	{"smtp-url", "", "smtp://, smtp+starttls:// or smtps:// URL of the mail server (unset: mail is logged and kept in the outbox)", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtp+starttls" && u.Scheme != "smtps") || u.Hostname() == "" {
+			return fmt.Errorf("want smtp://user:pass@host:port, smtp+starttls://… or smtps://…")
+		}
+		c.SMTPURL = v
+		return nil
+	}},
+	{"mail-from", "Perch <perch@localhost>", "From address of Perch's e-mail", func(c *config, v string) error {
+		p := perch.Problems{}
+		addr := v
+		if i := strings.LastIndexByte(v, '<'); i >= 0 && strings.HasSuffix(v, ">") {
+			addr = v[i+1 : len(v)-1]
+		}
+		if perch.ValidateEmail(p, addr); len(p) > 0 && !strings.HasSuffix(addr, "@localhost") {
+			return fmt.Errorf("want an address, e.g. Perch <perch@example.com>")
+		}
+		c.MailFrom = v
+		return nil
+	}},
+	{"retention", "720h", "how long notifications are kept, e.g. 720h (30 days)", func(c *config, v string) (err error) {
+		c.Retention, err = time.ParseDuration(v)
+		if err != nil || c.Retention < time.Hour {
+			return fmt.Errorf("want a duration of at least 1h, e.g. 720h")
+		}
+		return nil
+	}},
+	{"log-format", "text", "log format: text or json", func(c *config, v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json")
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{"log-level", "info", "log level: debug, info, warn or error", func(c *config, v string) error {
+		switch v {
+		case "debug", "info", "warn", "error":
+			c.LogLevel = v
+			return nil
+		}
+		return fmt.Errorf("want debug, info, warn or error")
+	}},
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parseConfig reads the flags in args over the PERCH_* variables over the
+// defaults, and reports every bad value at once.
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("perch "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flags := map[string]*string{}
+	for _, s := range settings {
+		flags[s.flag] = fs.String(s.flag, "", fmt.Sprintf("%s (env %s, default %q)", s.help, s.env(), s.def))
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, errUsage
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+
+	c := &config{}
+	var errs []error
+	for _, s := range settings {
+		v, from := s.def, "default"
+		if env := getenv(s.env()); env != "" {
+			v, from = env, s.env()
+		}
+		if given[s.flag] {
+			v, from = *flags[s.flag], "--"+s.flag
+		}
+		if err := s.set(c, strings.TrimSpace(v)); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("bad configuration:\n  %w", joinIndented(errs))
+	}
+	return c, nil
+}
+
+func joinIndented(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// lineWriter collects output and tells when a line matching re appears.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	re    *regexp.Regexp
+	found chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := w.re.FindStringSubmatch(w.buf.String()); m != nil && w.found != nil {
+		w.found <- m[1]
+		w.found = nil
+	}
+	return len(p), nil
+}
+
+// startServer runs `perch serve` in-process on a free port and returns its
+// base URL; the server stops, and must stop cleanly, when the test ends.
+func startServer(t *testing.T, env map[string]string) string {
+	t.Helper()
+	env["PERCH_LISTEN"] = "127.0.0.1:0"
+	if env["PERCH_DATABASE_URL"] == "" {
+		env["PERCH_DATABASE_URL"] = filepath.Join(t.TempDir(), "perch.db")
+	}
+	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, out, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	select {
+	case base := <-out.found:
+		waitHealthy(t, base)
+		return base
+	case err := <-done:
+		t.Fatalf("serve exited early: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+	return ""
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("server never became healthy")
+}
+
+// call sends a JSON request and decodes the JSON answer.
+func call(t *testing.T, method, url, token string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// TestNewcomersPath follows the README: start the server, register, list the
+// plans, make an API token and use it.
+func TestNewcomersPath(t *testing.T) {
+	base := startServer(t, map[string]string{})
+	status, reg := call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
+	if status != 201 {
+		t.Fatalf("register: %d %v", status, reg)
+	}
+	access := reg["data"].(map[string]any)["access_token"].(string)
+	if status, plans := call(t, "GET", base+"/api/v1/billing/plans", "", nil); status != 200 || len(plans["data"].([]any)) != 3 {
+		t.Fatalf("plans: %d %v", status, plans)
+	}
+	status, tok := call(t, "POST", base+"/api/v1/tokens", access, map[string]string{"label": "laptop"})
+	if status != 201 {
+		t.Fatalf("token: %d %v", status, tok)
+	}
+	raw := tok["data"].(map[string]any)["raw_token"].(string)
+	status, me := call(t, "GET", base+"/api/v1/users/me", raw, nil)
+	if status != 200 || me["data"].(map[string]any)["email"] != "ada@example.com" {
+		t.Fatalf("me: %d %v", status, me)
+	}
+}
+
+func TestAdminGrantAndMigrate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "perch.db")
+	env := func(k string) string {
+		if k == "PERCH_DATABASE_URL" {
+			return db
+		}
+		return ""
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "up to date") {
+		t.Fatalf("migrate: %v %q", err, out.String())
+	}
+	err := run(context.Background(), []string{"admin", "grant", "nobody@example.com"}, env, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("granting an unknown account: %v", err)
+	}
+
+	base := startServer(t, map[string]string{"PERCH_DATABASE_URL": db})
+	_, reg := call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
+	access := reg["data"].(map[string]any)["access_token"].(string)
+	if err := run(context.Background(), []string{"admin", "grant", "ADA@example.com"}, env, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := call(t, "POST", base+"/api/v1/admin/announcements", access, map[string]string{"title": "Hello", "body": "World"}); status != 201 {
+		t.Fatalf("admin after grant: %d", status)
+	}
+}
+
+func TestBadConfigurationStopsStartUp(t *testing.T) {
+	env := map[string]string{
+		"PERCH_LISTEN":              "nowhere",
+		"PERCH_RATE_LIMIT_USER":     "lots",
+		"PERCH_ANONYMOUS_BROADCAST": "maybe",
+		"PERCH_TRUSTED_PROXIES":     "10.0.0.0/8, not-a-cidr",
+		"PERCH_BASE_URL":            "ftp://x",
+	}
+	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("serve started with a bad configuration")
+	}
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestFlagsWinOverVariables(t *testing.T) {
+	c, err := parseConfig("serve", []string{"--rate-limit-auth", "5/1m"}, func(k string) string {
+		return map[string]string{"PERCH_RATE_LIMIT_AUTH": "50/1m", "PERCH_ADMIN_EMAILS": "a@example.com, b@example.com"}[k]
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AuthLimit.Count != 5 || c.UserLimit.Count != 120 || len(c.AdminEmails) != 2 || c.DatabaseURL != "perch.db" || c.Listen != ":8080" || !c.AnonymousBroadcast {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var errOut bytes.Buffer
+	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
+		t.Fatalf("err = %v, stderr = %q", err, errOut.String())
+	}
+}

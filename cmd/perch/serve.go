@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/server"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// shutdownGrace is how long in-flight requests get to finish on SIGTERM.
+const shutdownGrace = 15 * time.Second
+
+func newLogger(c *config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore connects to the configured database and brings its schema up
+// to date.
+func openStore(ctx context.Context, c *config, logger *slog.Logger) (*store.Store, error) {
+	s, err := store.Open(ctx, c.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Migrate(ctx, logger); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// serve runs the server until ctx ends or SIGINT/SIGTERM arrives, then
+// drains: no new connections, in-flight requests finished.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := newLogger(c, stderr)
+
+	st, err := openStore(ctx, c, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	srv := server.New(server.Options{
+		Store:          st,
+		Logger:         logger,
+		Limiter:        ratelimit.NewMemory(),
+		BaseURL:        c.BaseURL,
+		AdminEmails:    c.AdminEmails,
+		TrustedProxies: c.TrustedProxies,
+		UserLimit:      c.UserLimit,
+		AuthLimit:      c.AuthLimit,
+		PasswordParams: auth.DefaultParams,
+	})
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
+	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
+
+	go pruneSessions(ctx, st, logger)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests", "grace", shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// pruneSessions deletes expired sign-in tokens every hour.
+func pruneSessions(ctx context.Context, st *store.Store, logger *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := st.PruneSessions(ctx); err != nil {
+				logger.Warn("pruning sessions failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned expired sign-in tokens", "count", n)
+			}
+		}
+	}
+}
+
+// migrate applies the migrations and exits.
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseConfig("migrate", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, c, newLogger(c, stderr))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintf(stdout, "%s database is up to date\n", st.Dialect())
+	return nil
+}
+
+// admin runs operator commands: `perch admin grant EMAIL`.
+func admin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) < 2 || args[0] != "grant" {
+		fmt.Fprint(stderr, "usage: perch admin grant EMAIL [flags]\n")
+		return errUsage
+	}
+	email := args[1]
+	c, err := parseConfig("admin", args[2:], getenv, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, c, newLogger(c, stderr))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.GrantAdmin(ctx, email); err != nil {
+		return fmt.Errorf("grant %s: %w", email, err)
+	}
+	fmt.Fprintf(stdout, "%s is now a platform admin\n", email)
+	return nil
+}

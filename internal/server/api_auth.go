@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// authResponse is the body of register, login and refresh.
+type authResponse struct {
+	User         *perch.User `json:"user,omitempty"`
+	AccessToken  string      `json:"access_token"`
+	RefreshToken string      `json:"refresh_token"`
+	TokenType    string      `json:"token_type"`
+	ExpiresIn    int         `json:"expires_in"` // seconds the access token lives
+}
+
+var errBadCredentials = perch.Errorf(perch.EUNAUTHORIZED, "The e-mail address or password is incorrect.")
+
+// newTokens mints a fresh access and refresh token pair.
+func (s *Server) newTokens() (access, refresh string, t store.SessionTokens) {
+	now := s.now()
+	access, t.AccessHash = auth.NewToken(perch.AccessTokenPrefix)
+	refresh, t.RefreshHash = auth.NewToken(perch.RefreshTokenPrefix)
+	t.AccessExpires, t.RefreshExpires = now.Add(perch.AccessTokenTTL), now.Add(perch.RefreshTokenTTL)
+	return access, refresh, t
+}
+
+// signIn starts a new session for u and describes it.
+func (s *Server) signIn(ctx context.Context, u *perch.User) (*authResponse, error) {
+	access, refresh, t := s.newTokens()
+	if _, err := s.store.CreateSession(ctx, u.ID, t); err != nil {
+		return nil, err
+	}
+	u.IsAdmin = s.isAdmin(u)
+	return &authResponse{User: u, AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", ExpiresIn: int(perch.AccessTokenTTL.Seconds())}, nil
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name     string `json:"name"`
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	nu := perch.NewUser{Name: in.Name, Email: in.Email, Password: in.Password}
+	if err := nu.Validate(); err != nil {
+		return err
+	}
+	u, err := s.store.CreateUser(r.Context(), in.Name, in.Email, auth.HashPassword(in.Password, s.opts.PasswordParams))
+	if err != nil {
+		return err
+	}
+	res, err := s.signIn(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusCreated, res)
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	p := perch.Problems{}
+	if strings.TrimSpace(in.Email) == "" {
+		p.Add("email", "is required")
+	}
+	if in.Password == "" {
+		p.Add("password", "is required")
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	u, hash, err := s.store.UserCredentials(r.Context(), in.Email)
+	switch perch.ErrorCode(err) {
+	case "":
+		if !auth.CheckPassword(hash, in.Password) {
+			return errBadCredentials
+		}
+	case perch.ENOTFOUND:
+		// Same work and the same answer as a wrong password: a login reveals
+		// nothing about which addresses have accounts.
+		auth.CheckMissing(in.Password)
+		return errBadCredentials
+	default:
+		return err
+	}
+	res, err := s.signIn(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, res)
+}
+
+func (s *Server) refresh(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.RefreshToken == "" {
+		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
+	}
+	access, refresh, t := s.newTokens()
+	if _, _, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, &authResponse{AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", ExpiresIn: int(perch.AccessTokenTTL.Seconds())})
+}
+
+// logout ends the sign-in of the refresh token. It answers 204 whether or
+// not the token was live, so signing out twice is harmless.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.RefreshToken == "" {
+		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
+	}
+	if err := s.store.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken)); err != nil {
+		return err
+	}
+	return noContent(w)
+}

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+)
+
+func (s *Server) listAPITokens(w http.ResponseWriter, r *http.Request) error {
+	tokens, err := s.store.APITokens(r.Context(), principal(r).User.ID)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, tokens)
+}
+
+// createAPIToken answers with the raw token, the only time it is shown.
+func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Label string `json:"label"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	label, err := perch.ValidateTokenLabel(in.Label)
+	if err != nil {
+		return err
+	}
+	raw, hash := auth.NewToken(perch.APITokenPrefix)
+	k, err := s.store.CreateAPIToken(r.Context(), principal(r).User.ID, label, auth.DisplayPrefix(raw), hash)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusCreated, map[string]any{"token": k, "raw_token": raw})
+}
+
+func (s *Server) updateAPIToken(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Label    *string `json:"label"`
+		IsActive *bool   `json:"is_active"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Label != nil {
+		label, err := perch.ValidateTokenLabel(*in.Label)
+		if err != nil {
+			return err
+		}
+		in.Label = &label
+	}
+	k, err := s.store.UpdateAPIToken(r.Context(), principal(r).User.ID, r.PathValue("id"), perch.APITokenUpdate{Label: in.Label, IsActive: in.IsActive})
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, k)
+}
+
+func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.DeleteAPIToken(r.Context(), principal(r).User.ID, r.PathValue("id")); err != nil {
+		return err
+	}
+	return noContent(w)
+}

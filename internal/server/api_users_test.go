@@ -1,0 +1,84 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+func TestMeNeedsACredential(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		for _, auth := range []string{"", "Basic abc", "Bearer", "Bearer nonsense", "Bearer pat_unknown", "Bearer pac_unknown"} {
+			res := expect(t, a.call("GET", "/api/v1/users/me", "", nil, "Authorization", auth), 401)
+			if res.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%q: 401 without WWW-Authenticate", auth)
+			}
+		}
+	})
+}
+
+func TestUpdateMe(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"name": "  Countess of Lovelace "}), 200)
+		if res.data()["name"] != "Countess of Lovelace" {
+			t.Fatalf("name = %v", res.data()["name"])
+		}
+		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"name": ""}), 422)
+		if res.fields()["name"] != "is required" {
+			t.Fatalf("fields = %v", res.fields())
+		}
+		// Nothing to change: the user as they are.
+		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{}), 200)
+		if res.data()["name"] != "Countess of Lovelace" {
+			t.Fatalf("name = %v", res.data()["name"])
+		}
+	})
+}
+
+func TestPasswordChangeNeedsCurrentAndSignsOutOthers(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		phone := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).data()
+		a.apiToken(ada, "ci")
+
+		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "a brand new secret"}), 422)
+		if res.fields()["current_password"] != "is required to change the password" {
+			t.Fatalf("fields = %v", res.fields())
+		}
+		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "short", "current_password": "wrong one!"}), 422)
+		if res.fields()["current_password"] != "is incorrect" || res.fields()["password"] != "must be at least 10 characters" {
+			t.Fatalf("fields = %v", res.fields())
+		}
+		expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "a brand new secret", "current_password": goodPassword}), 200)
+
+		expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200) // the session that changed it
+		expect(t, a.call("GET", "/api/v1/users/me", phone["access_token"].(string), nil), 401)
+		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": phone["refresh_token"].(string)}), 401)
+		expect(t, a.call("GET", "/api/v1/users/me", ada.Token, nil), 200) // API tokens are not sign-ins
+		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 401)
+		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": "a brand new secret"}), 200)
+	})
+}
+
+func TestFeatures(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		res := expect(t, a.call("GET", "/api/v1/users/me/features", ada.Access, nil), 200)
+		want := map[string]any{"workflows": true, "marketplace": true, "digest_email": false}
+		if len(res.data()) != len(want) {
+			t.Fatalf("features = %v", res.data())
+		}
+		for k, v := range want {
+			if res.data()[k] != v {
+				t.Errorf("features[%s] = %v, want %v", k, res.data()[k], v)
+			}
+		}
+		expect(t, a.call("GET", "/api/v1/users/me/features", "", nil), 401)
+	})
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+)
+
+// apiTokenTouchEvery bounds how often a token's last_verified_at is written.
+const apiTokenTouchEvery = time.Minute
+
+var errNoCredential = perch.Errorf(perch.EUNAUTHORIZED, "Sign in first: send Authorization: Bearer <access token or API token>.")
+
+// principal returns who the request acts for; only valid behind authenticate.
+func principal(r *http.Request) *perch.Principal {
+	p, _ := r.Context().Value(principalKey).(*perch.Principal)
+	return p
+}
+
+// authenticate admits requests that carry a live access token or an active
+// API token, and answers 401 to the rest.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.principalFromRequest(r)
+		if err != nil {
+			return err
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		return nil
+	})
+}
+
+func (s *Server) principalFromRequest(r *http.Request) (*perch.Principal, error) {
+	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	raw = strings.TrimSpace(raw)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || raw == "" {
+		return nil, errNoCredential
+	}
+	return s.principalFromToken(r.Context(), raw)
+}
+
+// principalFromToken resolves a raw bearer token of either kind.
+func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Principal, error) {
+	hash := auth.HashToken(raw)
+	p := &perch.Principal{}
+	switch {
+	case strings.HasPrefix(raw, perch.AccessTokenPrefix):
+		u, sessionID, err := s.store.AccessPrincipal(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		p.User, p.SessionID = u, sessionID
+	case strings.HasPrefix(raw, perch.APITokenPrefix):
+		u, k, err := s.store.APITokenPrincipal(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		p.User, p.APITokenID = u, k.ID
+		if k.LastVerifiedAt == nil || s.now().Sub(*k.LastVerifiedAt) >= apiTokenTouchEvery {
+			if err := s.store.TouchAPIToken(ctx, k.ID, apiTokenTouchEvery); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The bearer token is not a Perch access or API token.")
+	}
+	p.User.IsAdmin = s.isAdmin(p.User)
+	return p, nil
+}
+
+// perUser applies the per-user limit of authenticated endpoints.
+func (s *Server) perUser(next http.Handler) http.Handler {
+	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return "user:" + principal(r).User.ID })
+}
+
+// perIP applies the per-client-IP limit of the sign-in endpoints.
+func (s *Server) perIP(next http.Handler) http.Handler {
+	return s.rateLimited(next, s.opts.AuthLimit, func(r *http.Request) string { return "auth-ip:" + s.clientIP(r).String() })
+}
+
+// rateLimited counts each request against key(r) and answers 429 past the
+// limit. Every limited response carries the X-RateLimit-* headers.
+func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Request) string) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		res, err := s.limiter.Allow(r.Context(), key(r), l)
+		if err != nil {
+			// A broken limiter must not take the API down with it.
+			s.log.Warn("rate limiter unavailable; request allowed", "err", err, "request_id", requestID(r))
+			next.ServeHTTP(w, r)
+			return nil
+		}
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(res.ResetAfter).Unix()+1, 10))
+		if !res.Allowed {
+			retry := int(math.Ceil(res.RetryAfter.Seconds()))
+			h.Set("Retry-After", strconv.Itoa(max(1, retry)))
+			return perch.Errorf(perch.ERATELIMITED, "Too many requests; try again in %s.", time.Duration(max(1, retry))*time.Second)
+		}
+		next.ServeHTTP(w, r)
+		return nil
+	})
+}
+
+// clientIP is the address of the party that sent the request: the peer, or,
+// when the peer is a trusted proxy, the nearest untrusted address in
+// X-Forwarded-For (read right to left, since only the right end is written by
+// proxies we trust).
+func (s *Server) clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.IPv4Unspecified()
+	}
+	peer = peer.Unmap()
+	if !s.trusted(peer) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		a = a.Unmap()
+		if !s.trusted(a) {
+			return a
+		}
+		peer = a
+	}
+	return peer
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.opts.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+func TestUnknownRouteAndWrongMethod(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	expect(t, a.call("GET", "/api/v1/nothing-here", "", nil), 404)
+	expect(t, a.call("GET", "/", "", nil), 404)
+	res := expect(t, a.call("PUT", "/api/v1/tokens", "", nil), 405)
+	if got := res.Header.Get("Allow"); got != "GET, POST" {
+		t.Fatalf("Allow = %q", got)
+	}
+	res = expect(t, a.call("GET", "/api/v1/tokens/abc", "", nil), 405)
+	if got := res.Header.Get("Allow"); got != "PATCH, DELETE" {
+		t.Fatalf("Allow = %q", got)
+	}
+}
+
+func TestBadBodies(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		cases := []struct {
+			name, body string
+			status     int
+		}{
+			{"empty", "", 400},
+			{"malformed", `{"label": `, 400},
+			{"not an object", `["label"]`, 400},
+			{"wrong type", `{"label": 42}`, 400},
+			{"trailing garbage", `{"label": "a"} {"label": "b"}`, 400},
+			{"unknown fields ignored", `{"label": "ok", "colour": "red"}`, 201},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				expect(t, a.call("POST", "/api/v1/tokens", ada.Access, c.body), c.status)
+			})
+		}
+		res := expect(t, a.call("POST", "/api/v1/tokens", ada.Access, `{"label": 42}`), 400)
+		if res.fields()["label"] != "must be a string" {
+			t.Fatalf("fields = %v", res.fields())
+		}
+	})
+}
+
+func TestBodyOverTheLimitIs413(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	big := `{"label": "` + strings.Repeat("x", defaultBodyLimit) + `"}`
+	res := expect(t, a.call("POST", "/api/v1/tokens", ada.Access, big), 413)
+	if !strings.Contains(res.Raw, "1 MiB") {
+		t.Fatalf("message does not name the limit: %s", res.Raw)
+	}
+	// Without a Content-Length, the limit holds while reading.
+	req, _ := http.NewRequest("POST", "/api/v1/auth/login", strings.NewReader(big))
+	req.ContentLength = -1
+	rec := newRecorder()
+	a.srv.ServeHTTP(rec, req)
+	if rec.Code != 413 {
+		t.Fatalf("streamed body: status %d", rec.Code)
+	}
+}
+
+func TestPanicsBecomeQuiet500s(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	a.srv.mux.Handle("GET /test/panic", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error {
+		panic("secret detail")
+	}))
+	res := expect(t, a.call("GET", "/test/panic", "", nil), 500)
+	if strings.Contains(res.Raw, "secret") {
+		t.Fatalf("the panic leaked: %s", res.Raw)
+	}
+	if !strings.Contains(a.logs.String(), "secret detail") || !strings.Contains(a.logs.String(), res.Header.Get("X-Request-Id")) {
+		t.Fatalf("the log lacks the panic or the request id:\n%s", a.logs)
+	}
+}
+
+func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s, func(o *Options) { o.AuthLimit = perch.Limit{Count: 10, Period: 15 * time.Minute} })
+		login := map[string]string{"email": "nobody@example.com", "password": "whatever it is"}
+		for i := range 10 {
+			res := expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
+			if got := res.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(9-i) {
+				t.Fatalf("request %d: remaining %q", i+1, got)
+			}
+			if res.Header.Get("X-RateLimit-Limit") != "10" || res.Header.Get("X-RateLimit-Reset") == "" {
+				t.Fatalf("headers: %v", res.Header)
+			}
+		}
+		res := expect(t, a.call("POST", "/api/v1/auth/register", "", login), 429)
+		if res.Header.Get("Retry-After") != "90" {
+			t.Fatalf("Retry-After = %q", res.Header.Get("Retry-After"))
+		}
+		reset, _ := strconv.ParseInt(res.Header.Get("X-RateLimit-Reset"), 10, 64)
+		if want := a.clock.Now().Add(15 * time.Minute).Unix(); reset < want || reset > want+1 {
+			t.Fatalf("X-RateLimit-Reset = %d, want about %d", reset, want)
+		}
+		// Another address has its own allowance; refresh is not limited.
+		expect(t, a.call("POST", "/api/v1/auth/login", "", login, "RemoteAddr", "198.51.100.7:4000"), 401)
+		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": "prf_x"}), 401)
+		a.clock.Advance(90 * time.Second)
+		expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
+	})
+}
+
+func TestAuthenticatedEndpointsAreLimitedPerUser(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Minute} })
+	ada, bob := a.register("Ada"), a.register("Bob")
+	a.apiToken(ada, "ci") // one request
+	expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200)
+	expect(t, a.call("GET", "/api/v1/users/me", ada.Token, nil), 200) // the same user through another credential
+	res := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 429)
+	if res.Header.Get("Retry-After") != "20" || res.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("headers: %v", res.Header)
+	}
+	expect(t, a.call("GET", "/api/v1/users/me", bob.Access, nil), 200)
+}
+
+func TestClientIPTrustsOnlyConfiguredProxies(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	cases := []struct{ remote, xff, want string }{
+		{"203.0.113.9:1000", "1.1.1.1", "203.0.113.9"},             // untrusted peer: header ignored
+		{"10.0.0.2:1000", "1.1.1.1", "1.1.1.1"},                    // trusted proxy
+		{"10.0.0.2:1000", "6.6.6.6, 1.1.1.1, 10.0.0.3", "1.1.1.1"}, // forged left part skipped
+		{"10.0.0.2:1000", "", "10.0.0.2"},                          // no header
+		{"10.0.0.2:1000", "garbage", "10.0.0.2"},                   // unreadable header
+		{"[::ffff:10.0.0.2]:1000", "2001:db8::1", "2001:db8::1"},   // mapped IPv4 peer
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.RemoteAddr = c.remote
+		if c.xff != "" {
+			req.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := a.srv.clientIP(req).String(); got != c.want {
+			t.Errorf("%s via %q: client %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+func TestOperationalEndpoints(t *testing.T) {
+	s := storetest.New(t, store.SQLite)
+	a := newAPI(t, s)
+	expect(t, a.call("GET", "/healthz", "", nil), 200)
+	expect(t, a.call("GET", "/readyz", "", nil), 200)
+	a.call("GET", "/api/v1/billing/plans", "", nil)
+	a.call("GET", "/missing", "", nil)
+	req, _ := http.NewRequest("GET", "/metrics", nil)
+	rec := newRecorder()
+	a.srv.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	for _, want := range []string{
+		`perch_http_requests_total{method="GET",route="GET /api/v1/billing/plans",status="200"} 1`,
+		`perch_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
+		`perch_http_request_duration_seconds_bucket{method="GET",route="GET /readyz"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(a.logs.String(), `route="GET /api/v1/billing/plans" status=200`) {
+		t.Errorf("no request log line:\n%s", a.logs)
+	}
+	s.Close()
+	expect(t, a.call("GET", "/readyz", "", nil), 503)
+	expect(t, a.call("GET", "/healthz", "", nil), 200)
+}

@@ -1,0 +1,194 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// fastHashes keep argon2id real but cheap in tests.
+var fastHashes = auth.Params{Memory: 64, Time: 1, Threads: 1}
+
+// api drives a Server in-process, the way a client would over HTTP.
+type api struct {
+	t      testing.TB
+	srv    *Server
+	store  *store.Store
+	clock  *storetest.Clock
+	limits *ratelimit.Memory
+	logs   *bytes.Buffer
+}
+
+// newAPI returns a server over s with generous rate limits; adjust changes
+// its options before it is built.
+func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
+	t.Helper()
+	clock := storetest.NewClock()
+	s.Now = clock.Now
+	limits := ratelimit.NewMemory()
+	limits.Now = clock.Now
+	logs := &bytes.Buffer{}
+	o := Options{
+		Store:          s,
+		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		Limiter:        limits,
+		BaseURL:        "http://perch.test",
+		AdminEmails:    []string{"root@example.com"},
+		UserLimit:      perch.Limit{Count: 1000, Period: time.Minute},
+		AuthLimit:      perch.Limit{Count: 1000, Period: time.Minute},
+		PasswordParams: fastHashes,
+	}
+	for _, f := range adjust {
+		f(&o)
+	}
+	srv := New(o)
+	srv.now = clock.Now
+	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs}
+}
+
+// response is an answer with its body decoded.
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+// data returns the "data" member as an object.
+func (r *response) data() map[string]any {
+	d, _ := r.Body["data"].(map[string]any)
+	return d
+}
+
+// list returns the "data" member as a list of objects.
+func (r *response) list() []map[string]any {
+	items, _ := r.Body["data"].([]any)
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+// errorCode returns error.code, or "" for a success.
+func (r *response) errorCode() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// fields returns error.fields.
+func (r *response) fields() map[string]any {
+	e, _ := r.Body["error"].(map[string]any)
+	f, _ := e["fields"].(map[string]any)
+	return f
+}
+
+// call sends a request; body may be nil, a string (sent as is) or a value
+// (sent as JSON). Extra headers come in pairs.
+func (a *api) call(method, path, token string, body any, headers ...string) *response {
+	a.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "RemoteAddr" {
+			req.RemoteAddr = headers[i+1]
+			continue
+		}
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.srv.ServeHTTP(rec, req)
+	res := &response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
+	if rec.Body.Len() > 0 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &res.Body); err != nil {
+			a.t.Fatalf("%s %s: body is not JSON: %v\n%s", method, path, err, rec.Body)
+		}
+	}
+	return res
+}
+
+// expect fails the test unless res has the given status (and, for errors,
+// the error shape with the code that goes with it).
+func expect(tb testing.TB, res *response, status int) *response {
+	tb.Helper()
+	if res.Status != status {
+		tb.Fatalf("status = %d, want %d; body: %s", res.Status, status, res.Raw)
+	}
+	if status >= 400 {
+		e, ok := res.Body["error"].(map[string]any)
+		if !ok || e["code"] == "" || e["message"] == "" {
+			tb.Fatalf("error body not in the error shape: %s", res.Raw)
+		}
+		if want := codeForStatus(status); res.errorCode() != want {
+			tb.Fatalf("error code = %q, want %q", res.errorCode(), want)
+		}
+	}
+	return res
+}
+
+func codeForStatus(status int) string {
+	for code, s := range statusOf {
+		if s == status {
+			return code
+		}
+	}
+	return ""
+}
+
+// account is a registered user and their first sign-in.
+type account struct {
+	ID, Email, OrgID       string
+	Access, Refresh, Token string // Token: an API token, when made
+}
+
+const goodPassword = "correct horse battery"
+
+// register signs up a user named name with an address derived from it.
+func (a *api) register(name string) *account {
+	a.t.Helper()
+	email := strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
+	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": name, "email": email, "password": goodPassword}), 201)
+	d := res.data()
+	u := d["user"].(map[string]any)
+	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
+}
+
+// apiToken creates an API token for acc and remembers its raw value.
+func (a *api) apiToken(acc *account, label string) (id string) {
+	a.t.Helper()
+	res := expect(a.t, a.call("POST", "/api/v1/tokens", acc.Access, map[string]string{"label": label}), 201)
+	acc.Token = res.data()["raw_token"].(string)
+	return res.data()["token"].(map[string]any)["id"].(string)
+}
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+// Body limits of DESIGN.md §2: 1 MiB, and 5 MiB for the code host, whose
+// push events can be large.
+const (
+	defaultBodyLimit  = 1 << 20
+	codeHostBodyLimit = 5 << 20
+)
+
+var bodyLimits = map[string]int64{
+	"/webhooks/code-host": codeHostBodyLimit,
+	"/webhooks/github":    codeHostBodyLimit,
+}
+
+// limitBodies caps every request body; reading past the cap fails with an
+// *http.MaxBytesError that writeError turns into 413.
+func (s *Server) limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, ok := bodyLimits[r.URL.Path]
+		if !ok {
+			limit = defaultBodyLimit
+		}
+		if r.ContentLength > limit {
+			s.writeError(w, r, &http.MaxBytesError{Limit: limit})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		next.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// validRequestID accepts a caller's X-Request-Id only when it is short and
+// plain, so it cannot forge log lines.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// observe gives each request an ID, then logs one line and records metrics
+// for it once it is answered.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+
+		d := time.Since(start)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.observe(methodLabel(r.Method), route, rec.status, d)
+		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request",
+			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+			slog.Duration("duration", d), slog.String("request_id", id))
+	})
+}
+
+// recoverPanics turns a panic in a handler into a logged 500 that says
+// nothing about the cause.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recorder remembers the status a handler wrote. It passes Flush and
+// Hijack through, which streaming and the WebSocket need.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := r.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("hijacking not supported")
+	}
+	r.status, r.wroteHeader = http.StatusSwitchingProtocols, true
+	return h.Hijack()
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+var errAdminOnly = perch.Errorf(perch.EFORBIDDEN, "Only platform admins may do this.")
+
+// methodLabel keeps the metrics' method label to a known set, whatever
+// methods clients invent.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+)
+
+// handlerFunc is an HTTP handler that returns its failure instead of writing
+// it; handle writes it in the one error shape.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// statusOf maps error codes to HTTP statuses.
+var statusOf = map[string]int{
+	perch.EBADREQUEST:   http.StatusBadRequest,
+	perch.EUNAUTHORIZED: http.StatusUnauthorized,
+	perch.EFORBIDDEN:    http.StatusForbidden,
+	perch.ENOTFOUND:     http.StatusNotFound,
+	perch.EMETHOD:       http.StatusMethodNotAllowed,
+	perch.ECONFLICT:     http.StatusConflict,
+	perch.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	perch.EVALIDATION:   http.StatusUnprocessableEntity,
+	perch.ERATELIMITED:  http.StatusTooManyRequests,
+	perch.EINTERNAL:     http.StatusInternalServerError,
+	perch.EUNAVAILABLE:  http.StatusServiceUnavailable,
+}
+
+// errorBody is the one error shape of DESIGN.md §2.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// writeError answers with err in the error shape. Only internal errors are
+// logged, with the request ID; their details never reach the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := perch.ErrorCode(err)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		err = perch.Errorf(perch.ETOOLARGE, "The request body is larger than the limit of %s.", byteSize(mbe.Limit))
+		code = perch.ETOOLARGE
+	}
+	body := errorBody{Error: errorDetail{Code: code, Message: perch.ErrorMessage(err)}}
+	if e, ok := errors.AsType[*perch.Error](err); ok {
+		body.Error.Fields = e.Fields
+	}
+	if code == perch.EINTERNAL {
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
+	}
+	if code == perch.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="perch"`)
+	}
+	writeJSON(w, statusOf[code], body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// respond writes a success under /api/v1: {"data": v}.
+func respond(w http.ResponseWriter, status int, v any) error {
+	writeJSON(w, status, struct {
+		Data any `json:"data"`
+	}{v})
+	return nil
+}
+
+// noContent answers 204 with no body, as every DELETE does.
+func noContent(w http.ResponseWriter) error {
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// decode reads a JSON object from the request body into v. Unknown fields are
+// ignored; anything unreadable is a bad_request error that says what is
+// wrong, and a body over the limit is payload_too_large.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if err == nil {
+		return nil
+	}
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return mbe
+	}
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return perch.Errorf(perch.EBADREQUEST, "The body is not valid JSON (at byte %d).", e.Offset)
+	case *json.UnmarshalTypeError:
+		if e.Field == "" {
+			return perch.Errorf(perch.EBADREQUEST, "The body must be a JSON object.")
+		}
+		return &perch.Error{Code: perch.EBADREQUEST, Message: fmt.Sprintf("The field %q must be a %s.", e.Field, jsonKind(e.Type.Kind().String())),
+			Fields: map[string]string{e.Field: "must be a " + jsonKind(e.Type.Kind().String())}}
+	}
+	if errors.Is(err, io.EOF) {
+		return perch.Errorf(perch.EBADREQUEST, "The body is empty; a JSON object is expected.")
+	}
+	return perch.Errorf(perch.EBADREQUEST, "The body is not valid JSON.")
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case goKind == "string":
+		return "string"
+	case goKind == "bool":
+		return "boolean"
+	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"), strings.HasPrefix(goKind, "float"):
+		return "number"
+	case goKind == "slice":
+		return "list"
+	}
+	return "JSON object"
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// unmatched answers requests no route takes: 405 with Allow when the path
+// exists for other methods, else 404.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) error {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	r.Pattern = "" // metrics and logs group every miss together
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		return perch.Errorf(perch.EMETHOD, "%s is not allowed here; use %s.", r.Method, strings.Join(allowed, " or "))
+	}
+	return perch.Errorf(perch.ENOTFOUND, "There is nothing at %s.", r.URL.Path)
+}

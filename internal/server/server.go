@@ -1,0 +1,79 @@
+// Package server is Perch's HTTP edge: the JSON API under /api/v1, the
+// operational endpoints, and (as they arrive) the webhook receivers and the
+// WebSocket. Every route is listed in routes.go; handlers return errors and
+// one writer turns them into the error shape of DESIGN.md §2.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// Options are a Server's dependencies and settings.
+type Options struct {
+	Store   *store.Store
+	Logger  *slog.Logger
+	Limiter perch.RateLimiter
+	// Metrics receives the server's collectors; /metrics serves it.
+	Metrics *prometheus.Registry
+
+	BaseURL        string
+	AdminEmails    []string       // platform admins by address, besides those granted in the store
+	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
+	UserLimit      perch.Limit    // per signed-in user, on authenticated endpoints
+	AuthLimit      perch.Limit    // per client IP, on sign-in endpoints
+	PasswordParams auth.Params
+}
+
+// Server is Perch's HTTP handler.
+type Server struct {
+	store   *store.Store
+	log     *slog.Logger
+	limiter perch.RateLimiter
+	metrics *metrics
+	opts    Options
+	admins  map[string]bool
+	mux     *http.ServeMux
+	handler http.Handler
+	now     func() time.Time
+}
+
+// New returns a Server with every route in place.
+func New(o Options) *Server {
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	s := &Server{
+		store:   o.Store,
+		log:     o.Logger,
+		limiter: o.Limiter,
+		metrics: newMetrics(o.Metrics),
+		opts:    o,
+		admins:  map[string]bool{},
+		mux:     http.NewServeMux(),
+		now:     time.Now,
+	}
+	for _, e := range o.AdminEmails {
+		s.admins[perch.NormalizeEmail(e)] = true
+	}
+	s.routes()
+	s.handler = s.observe(s.recoverPanics(s.limitBodies(s.mux)))
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// isAdmin reports whether u is a platform admin.
+func (s *Server) isAdmin(u *perch.User) bool {
+	return u.IsAdmin || s.admins[strings.ToLower(u.Email)]
+}
