@@ -1,0 +1,130 @@
+package mail
+
+import (
+	"embed"
+	"fmt"
+	htemplate "html/template"
+	"strings"
+	ttemplate "text/template"
+	"time"
+)
+
+// How long the links in password resets and invitations stay valid. The code
+// that issues those tokens should use the same values; the messages quote
+// them.
+const (
+	PasswordResetValidity = time.Hour
+	InvitationValidity    = 7 * 24 * time.Hour
+)
+
+// Each kind has kind.txt, defining "subject" and "body", and kind.html,
+// defining the parts that layout.html arranges: "preheader", "heading",
+// "intro", "action" and "note".
+//
+//go:embed templates
+var templateFS embed.FS
+
+type kindTemplates struct {
+	text *ttemplate.Template
+	html *htemplate.Template
+}
+
+// templates are parsed once at start-up: a broken template is a bug, and the
+// tests render every kind.
+var templates = parseTemplates(KindVerifyEmail, KindEmailChange, KindPasswordReset, KindInvitation)
+
+func parseTemplates(kinds ...string) map[string]kindTemplates {
+	m := make(map[string]kindTemplates, len(kinds))
+	for _, kind := range kinds {
+		m[kind] = kindTemplates{
+			text: ttemplate.Must(ttemplate.ParseFS(templateFS, "templates/"+kind+".txt")),
+			html: htemplate.Must(htemplate.ParseFS(templateFS, "templates/layout.html", "templates/"+kind+".html")),
+		}
+	}
+	return m
+}
+
+// data is what the templates see. Fields a kind does not use stay empty.
+type data struct {
+	To       string // recipient, shown in the e-mail change message
+	Name     string // recipient's name; may be empty
+	Link     string
+	Inviter  string
+	Org      string
+	Role     string // with its article: "an admin", "a member"
+	Validity string // "1 hour", "7 days"
+}
+
+// VerifyEmail is sent after registration: link confirms the address to.
+func VerifyEmail(to, name, link string) Message {
+	return render(KindVerifyEmail, data{To: to, Name: name, Link: link})
+}
+
+// EmailChange is sent to the new address when a user changes theirs.
+func EmailChange(to, name, link string) Message {
+	return render(KindEmailChange, data{To: to, Name: name, Link: link})
+}
+
+// PasswordReset carries a single-use link valid for PasswordResetValidity.
+func PasswordReset(to, name, link string) Message {
+	return render(KindPasswordReset, data{
+		To: to, Name: name, Link: link, Validity: humanDuration(PasswordResetValidity),
+	})
+}
+
+// Invitation invites to to join org with role (owner, admin or member), on
+// behalf of inviter; link is valid for InvitationValidity.
+func Invitation(to, inviter, org, role, link string) Message {
+	return render(KindInvitation, data{
+		To: to, Link: link, Inviter: inviter, Org: org,
+		Role: withArticle(role), Validity: humanDuration(InvitationValidity),
+	})
+}
+
+func render(kind string, d data) Message {
+	t := templates[kind]
+	var subject, text, html strings.Builder
+	for _, err := range []error{
+		t.text.ExecuteTemplate(&subject, "subject", d),
+		t.text.ExecuteTemplate(&text, "body", d),
+		t.html.ExecuteTemplate(&html, "layout", d),
+	} {
+		if err != nil {
+			// The data is a fixed struct of strings, so only a broken
+			// template can fail here, and the tests render every kind.
+			panic(fmt.Sprintf("mail: render %s: %v", kind, err))
+		}
+	}
+	return Message{
+		To: d.To,
+		// Names come from users: a line break would end the header early.
+		Subject: strings.Join(strings.Fields(subject.String()), " "),
+		Text:    strings.TrimSpace(text.String()) + "\n",
+		HTML:    html.String(),
+		Kind:    kind,
+		Link:    d.Link,
+	}
+}
+
+// withArticle returns "an admin", "a member", "an owner"; "" stays "".
+func withArticle(role string) string {
+	switch {
+	case role == "":
+		return ""
+	case strings.ContainsRune("aeiouAEIOU", rune(role[0])):
+		return "an " + role
+	}
+	return "a " + role
+}
+
+// humanDuration spells d in whole days or hours: "1 hour", "7 days".
+func humanDuration(d time.Duration) string {
+	n, unit := int(d/time.Hour), "hour"
+	if d%(24*time.Hour) == 0 {
+		n, unit = int(d/(24*time.Hour)), "day"
+	}
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

@@ -1,0 +1,87 @@
+package mail
+
+import (
+	"html"
+	"strings"
+	"testing"
+)
+
+func TestTemplatesRenderEveryKind(t *testing.T) {
+	const (
+		evil = `<script>alert("x")</script>`
+		link = "https://perch.example.com/t/abc?x=1&y=2"
+	)
+	tests := []struct {
+		kind string
+		msg  Message
+		want []string // in both bodies
+	}{
+		{KindVerifyEmail, VerifyEmail("ada@example.org", evil, link), nil},
+		{KindEmailChange, EmailChange("new@example.org", evil, link), []string{"new@example.org"}},
+		{KindPasswordReset, PasswordReset("ada@example.org", evil, link), []string{"1 hour"}},
+		{KindInvitation, Invitation("bob@example.org", evil, "Acme & Co", "admin", link),
+			[]string{"as an admin", "7 days"}},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			m := tt.msg
+			seen[m.Kind] = true
+			if m.Kind != tt.kind || m.Link != link || m.To == "" || m.Subject == "" {
+				t.Errorf("message = kind %q, link %q, to %q, subject %q", m.Kind, m.Link, m.To, m.Subject)
+			}
+			if !strings.Contains(m.Text, link) {
+				t.Errorf("text lacks the link:\n%s", m.Text)
+			}
+			// Once in the button, once as text the reader can copy.
+			if n := strings.Count(m.HTML, html.EscapeString(link)); n < 3 {
+				t.Errorf("HTML shows the link %d times, want href twice and the text once:\n%s", n, m.HTML)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(m.Text, w) || !strings.Contains(m.HTML, html.EscapeString(w)) {
+					t.Errorf("a body lacks %q", w)
+				}
+			}
+			// The name reaches the reader intact, but never as markup.
+			if !strings.Contains(m.Text, evil) {
+				t.Errorf("text lacks the name %q:\n%s", evil, m.Text)
+			}
+			if strings.Contains(m.HTML, "<script") {
+				t.Errorf("HTML contains an unescaped <script>:\n%s", m.HTML)
+			}
+			if !strings.Contains(m.HTML, "&lt;script&gt;") {
+				t.Errorf("HTML lacks the escaped name:\n%s", m.HTML)
+			}
+		})
+	}
+	for kind := range templates {
+		if !seen[kind] {
+			t.Errorf("kind %q has templates but no test", kind)
+		}
+	}
+}
+
+func TestSubjectIsOneLine(t *testing.T) {
+	m := Invitation("bob@example.org", "Eve\r\nBcc: victim@example.org", "Acme", "member", "https://x.test/i")
+	if strings.ContainsAny(m.Subject, "\r\n") {
+		t.Errorf("Subject = %q, want a single line", m.Subject)
+	}
+}
+
+func TestUnsafeLinkIsNeutralised(t *testing.T) {
+	m := VerifyEmail("ada@example.org", "Ada", "javascript:alert(1)")
+	if strings.Contains(m.HTML, `href="javascript:`) {
+		t.Errorf("HTML links to javascript:\n%s", m.HTML)
+	}
+}
+
+func TestOptionalFields(t *testing.T) {
+	m := VerifyEmail("ada@example.org", "", "https://x.test/v")
+	if !strings.HasPrefix(m.Text, "Hi,\n") {
+		t.Errorf("text without a name starts %q", strings.SplitN(m.Text, "\n", 2)[0])
+	}
+	m = Invitation("bob@example.org", "", "Acme", "", "https://x.test/i")
+	if !strings.Contains(m.Subject, "Someone invited you") || strings.Contains(m.Text, " as ") {
+		t.Errorf("invitation without inviter or role: %q\n%s", m.Subject, m.Text)
+	}
+}
