@@ -53,3 +53,10 @@ func TestNewToken(t *testing.T) {
 		t.Fatalf("DisplayPrefix(short) = %q", p)
 	}
 }
+
+func TestDummyHashUsesDefaultParams(t *testing.T) {
+	p, _, _, err := decodeHash(dummyHash)
+	if err != nil || p != DefaultParams {
+		t.Fatalf("dummyHash params = %+v, %v; want %+v: regenerate it with HashPassword(..., DefaultParams)", p, err, DefaultParams)
+	}
+}

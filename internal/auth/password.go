@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"golang.org/x/crypto/argon2"
@@ -33,8 +34,20 @@ const (
 
 var b64 = base64.RawStdEncoding
 
+// slots bounds how many hashes run at once. Hashing is CPU-bound, so more
+// than one per core adds no throughput, only memory: each takes Params.Memory,
+// and a burst of logins must not exhaust the machine.
+var slots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+func acquire() (release func()) {
+	slots <- struct{}{}
+	return func() { <-slots }
+}
+
 // HashPassword returns the PHC-format argon2id hash of password.
 func HashPassword(password string, p Params) string {
+	release := acquire()
+	defer release()
 	salt := make([]byte, saltLen)
 	rand.Read(salt)
 	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, keyLen)
@@ -49,13 +62,17 @@ func CheckPassword(hash, password string) bool {
 	if err != nil {
 		return false
 	}
+	release := acquire()
+	defer release()
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(key)))
 	return subtle.ConstantTimeCompare(got, key) == 1
 }
 
 // dummyHash is checked against when an account does not exist, so a login
-// for an unknown address costs as much as one for a known address.
-var dummyHash = HashPassword("perch-no-such-account", DefaultParams)
+// for an unknown address costs as much as one for a known address. It is a
+// constant made with DefaultParams (a test keeps them in step), because
+// computing it at start-up would cost every idle server 19 MiB of peak memory.
+const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$JrwkYnHxWJyyTIkriwFOag$p4MjIYhrWibr4knf2GcalNQ12P9l/haRygH8K0SuYD0"
 
 // CheckMissing spends the time of one password check and returns false.
 func CheckMissing(password string) bool {
