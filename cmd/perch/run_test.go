@@ -45,7 +45,8 @@ func startServer(t *testing.T, env map[string]string) string {
 	if env["PERCH_DATABASE_URL"] == "" {
 		env["PERCH_DATABASE_URL"] = filepath.Join(t.TempDir(), "perch.db")
 	}
-	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: make(chan string, 1)}
+	found := make(chan string, 1)
+	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: found}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, out, io.Discard) }()
@@ -56,7 +57,7 @@ func startServer(t *testing.T, env map[string]string) string {
 		}
 	})
 	select {
-	case base := <-out.found:
+	case base := <-found:
 		waitHealthy(t, base)
 		return base
 	case err := <-done:

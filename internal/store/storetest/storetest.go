@@ -22,24 +22,11 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // PostgresURLEnv names the variable that enables the PostgreSQL runs.
 const PostgresURLEnv = "PERCH_TEST_POSTGRES_URL"
-
-// StrictEnv names the variable that .ci/run sets so that a test which would
-// skip for want of a service fails instead: in CI nothing may be skipped.
-const StrictEnv = "PERCH_TEST_STRICT"
-
-// SkipUnlessStrict skips tb with the formatted reason, or fails it when
-// PERCH_TEST_STRICT is set.
-func SkipUnlessStrict(tb testing.TB, format string, args ...any) {
-	tb.Helper()
-	if os.Getenv(StrictEnv) != "" {
-		tb.Fatalf("%s is set, but: "+format, append([]any{StrictEnv}, args...)...)
-	}
-	tb.Skipf(format, args...)
-}
 
 // Backends are the dialects Run covers, in order.
 var Backends = []store.Dialect{store.SQLite, store.Postgres}
@@ -82,7 +69,7 @@ func DSN(tb testing.TB, dialect store.Dialect) string {
 	}
 	base := os.Getenv(PostgresURLEnv)
 	if base == "" {
-		SkipUnlessStrict(tb, "PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test) to run them", PostgresURLEnv)
+		testenv.SkipUnlessStrict(tb, "PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test) to run them", PostgresURLEnv)
 	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {

@@ -1,0 +1,109 @@
+package senders
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perch-dev/perch/internal/testenv"
+)
+
+// TestSharedFixtures feeds every payload listed in the shared EXPECTED.json
+// through the parser for its receiver and checks what the notification shows.
+func TestSharedFixtures(t *testing.T) {
+	// The senders' own published payloads, read in place, never copied here.
+	sharedFixtures := filepath.Join(testenv.FixturesDir(t), "webhooks")
+	raw, err := os.ReadFile(filepath.Join(sharedFixtures, "EXPECTED.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expected struct {
+		Cases []struct {
+			File          string            `json:"file"`
+			Path          string            `json:"path"`
+			Headers       map[string]string `json:"headers"`
+			Severity      string            `json:"severity"`
+			Tab           string            `json:"tab"`
+			TitleContains []string          `json:"title_contains"`
+			TitleExcludes []string          `json:"title_excludes"`
+			URL           string            `json:"url"`
+			Ignored       bool              `json:"ignored"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &expected); err != nil {
+		t.Fatalf("EXPECTED.json: %v", err)
+	}
+	if len(expected.Cases) == 0 {
+		t.Fatal("EXPECTED.json lists no cases")
+	}
+
+	for _, c := range expected.Cases {
+		t.Run(c.File, func(t *testing.T) {
+			parse, ok := parserFor(c.Path)
+			if !ok {
+				t.Skipf("%s is not served by a parser of this package", c.Path)
+			}
+			body, err := os.ReadFile(filepath.Join(sharedFixtures, filepath.FromSlash(c.File)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := http.Header{}
+			for k, v := range c.Headers {
+				h.Set(k, v)
+			}
+			res, err := parse(h, body)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+
+			if c.Ignored {
+				if res.Ignored == "" || len(res.Events) != 0 {
+					t.Fatalf("want ignored, got %+v", res)
+				}
+				return
+			}
+			if res.Ignored != "" || len(res.Events) != 1 {
+				t.Fatalf("want one event, got %+v", res)
+			}
+			e := res.Events[0]
+			if e.Severity != c.Severity {
+				t.Errorf("severity = %q, want %q", e.Severity, c.Severity)
+			}
+			if e.Tab != c.Tab {
+				t.Errorf("tab = %q, want %q", e.Tab, c.Tab)
+			}
+			for _, s := range c.TitleContains {
+				if !strings.Contains(strings.ToLower(e.Title), strings.ToLower(s)) {
+					t.Errorf("title %q does not contain %q", e.Title, s)
+				}
+			}
+			for _, s := range c.TitleExcludes {
+				if strings.Contains(strings.ToLower(e.Title), strings.ToLower(s)) {
+					t.Errorf("title %q contains %q", e.Title, s)
+				}
+			}
+			if c.URL != "" && e.URL != c.URL {
+				t.Errorf("url = %q, want %q", e.URL, c.URL)
+			}
+			t.Logf("%s | %s | %s | %q", e.Severity, e.Title, e.URL, e.Message)
+		})
+	}
+}
+
+// parserFor returns the parser behind a receiver path of DESIGN.md §1.
+func parserFor(path string) (func(http.Header, []byte) (Result, error), bool) {
+	switch path {
+	case "/webhooks/incidents", "/webhooks/pagerduty":
+		return PagerDuty, true
+	case "/webhooks/code-host", "/webhooks/github":
+		return GitHub, true
+	case "/webhooks/monitoring", "/webhooks/datadog":
+		return Datadog, true
+	case "/webhooks/inbound":
+		return func(_ http.Header, body []byte) (Result, error) { return Inbound(body) }, true
+	}
+	return nil, false
+}

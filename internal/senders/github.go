@@ -1,0 +1,373 @@
+package senders
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/perch-dev/perch"
+)
+
+type ghUser struct {
+	Login string `json:"login"`
+	Name  string `json:"name"` // apps and teams have a name, not a login
+}
+
+type ghRepo struct {
+	FullName string `json:"full_name"`
+	HTMLURL  string `json:"html_url"`
+}
+
+type ghPullRequest struct {
+	Number   int64   `json:"number"`
+	Title    string  `json:"title"`
+	HTMLURL  string  `json:"html_url"`
+	Merged   bool    `json:"merged"`
+	User     *ghUser `json:"user"`
+	MergedBy *ghUser `json:"merged_by"`
+	Head     struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
+}
+
+type ghCheckRun struct {
+	Name       string  `json:"name"`
+	Conclusion string  `json:"conclusion"`
+	HTMLURL    string  `json:"html_url"`
+	DetailsURL string  `json:"details_url"`
+	HeadSHA    string  `json:"head_sha"`
+	App        *ghUser `json:"app"`
+	Output     struct {
+		Title string `json:"title"`
+	} `json:"output"`
+	CheckSuite struct {
+		HeadBranch string `json:"head_branch"`
+	} `json:"check_suite"`
+}
+
+// ghPayload holds the fields Perch reads from the event kinds it subscribes
+// to; each kind fills its own part.
+type ghPayload struct {
+	Action       string  `json:"action"`
+	Repository   *ghRepo `json:"repository"`
+	Organization *ghUser `json:"organization"`
+	Sender       *ghUser `json:"sender"`
+
+	// pull_request
+	Number            int64          `json:"number"`
+	PullRequest       *ghPullRequest `json:"pull_request"`
+	RequestedReviewer *ghUser        `json:"requested_reviewer"`
+	RequestedTeam     *ghUser        `json:"requested_team"`
+
+	// check_run
+	CheckRun *ghCheckRun `json:"check_run"`
+
+	// push
+	Ref        string     `json:"ref"`
+	Compare    string     `json:"compare"`
+	Created    bool       `json:"created"`
+	Deleted    bool       `json:"deleted"`
+	Forced     bool       `json:"forced"`
+	Commits    []struct{} `json:"commits"`
+	Pusher     *ghUser    `json:"pusher"`
+	HeadCommit *struct {
+		Message string `json:"message"`
+	} `json:"head_commit"`
+
+	// ping
+	Zen  string `json:"zen"`
+	Hook *struct {
+		URL string `json:"url"`
+	} `json:"hook"`
+}
+
+// GitHub parses a GitHub webhook delivery. The event kind comes from the
+// X-GitHub-Event header and the delivery id from X-GitHub-Delivery; the body
+// is JSON, or a form with the JSON in its payload field when the webhook is
+// configured with Content-Type application/x-www-form-urlencoded.
+//
+// pull_request (opened, reopened, ready_for_review, review_requested, closed),
+// check_run completed, push and ping become notifications in the Code tab;
+// other kinds and actions are Ignored. It returns a perch.EBADREQUEST error
+// when the header is missing or the body cannot be read.
+func GitHub(h http.Header, body []byte) (Result, error) {
+	kind := strings.TrimSpace(h.Get("X-GitHub-Event"))
+	if kind == "" {
+		return Result{}, badRequest("X-GitHub-Event header is required.")
+	}
+	body, err := githubJSON(h, body)
+	if err != nil {
+		return Result{}, err
+	}
+	parse, subscribed := githubKinds[kind]
+	if !subscribed {
+		// Another kind's fields are not ours to type-check; the body only
+		// has to be a JSON object.
+		var obj map[string]json.RawMessage
+		if err := decodeObject(body, &obj); err != nil {
+			return Result{}, err
+		}
+		return ignored("github event %q is not subscribed", clip(oneLine(kind), 60)), nil
+	}
+	var p ghPayload
+	if err := decodeObject(body, &p); err != nil {
+		return Result{}, err
+	}
+	e, err := parse(&p)
+	if err != nil {
+		return Result{}, err
+	}
+	if e == nil {
+		return ignored("github %s action %q is not subscribed", kind, clip(oneLine(p.Action), 60)), nil
+	}
+	e.Tab, e.Source = perch.TabCode, perch.SourceCodeHost
+	e.DeliveryID = deliveryID(h.Get("X-GitHub-Delivery"))
+	return Result{Events: []perch.Event{*e}}, nil
+}
+
+// githubKinds are the event kinds Perch subscribes to. A parser returns nil
+// for an action of its kind that Perch does not show.
+var githubKinds = map[string]func(*ghPayload) (*perch.Event, error){
+	"pull_request": githubPullRequest,
+	"check_run":    githubCheckRun,
+	"push":         githubPush,
+	"ping":         githubPing,
+}
+
+// githubJSON returns the JSON document of a delivery, unwrapping the payload
+// field of a form-encoded one.
+func githubJSON(h http.Header, body []byte) ([]byte, error) {
+	mediaType, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if mediaType != "application/x-www-form-urlencoded" {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, badRequest("The body is not a valid form.")
+	}
+	if !form.Has("payload") {
+		return nil, badRequest("The form has no payload field.")
+	}
+	return []byte(form.Get("payload")), nil
+}
+
+func githubPullRequest(p *ghPayload) (*perch.Event, error) {
+	pr := p.PullRequest
+	if pr == nil {
+		return nil, badRequest("pull_request is required in a pull_request event.")
+	}
+	prName := repoName(p)
+	if number := cmp.Or(pr.Number, p.Number); number > 0 {
+		prName += fmt.Sprintf(" #%d", number)
+	}
+
+	var verb, severity, what string
+	actor := login(p.Sender, pr.User)
+	switch p.Action {
+	case "opened", "reopened":
+		verb, severity = p.Action, perch.SeverityInfo
+		what = fmt.Sprintf("%s %s this pull request", actor, p.Action)
+	case "ready_for_review":
+		verb, severity = "ready for review", perch.SeverityInfo
+		what = actor + " marked this pull request ready for review"
+	case "review_requested":
+		verb, severity = "review requested", perch.SeverityWarning
+		what = fmt.Sprintf("%s requested a review from %s", actor, login(p.RequestedReviewer, p.RequestedTeam))
+	case "closed":
+		// GitHub says "closed" for both; only merged tells them apart.
+		verb, severity = "closed", perch.SeverityInfo
+		what = actor + " closed this pull request without merging"
+		if pr.Merged {
+			verb = "merged"
+			what = login(pr.MergedBy, p.Sender) + " merged this pull request"
+		}
+	default:
+		return nil, nil
+	}
+	// The second line says what is merged where, and whose work it is.
+	var branches, author string
+	if head, base := oneLine(pr.Head.Ref), oneLine(pr.Base.Ref); head != "" && base != "" {
+		branches = head + " → " + base
+	}
+	if pr.User != nil {
+		author = "by " + login(pr.User)
+	}
+	return &perch.Event{
+		Severity: severity,
+		Title:    title(fmt.Sprintf("%s %s: %s", prName, verb, oneLine(pr.Title))),
+		Message:  message(what, strings.Join(nonEmpty(branches, author), " · ")),
+		URL:      webURL(pr.HTMLURL),
+	}, nil
+}
+
+func githubCheckRun(p *ghPayload) (*perch.Event, error) {
+	if p.Action != "completed" {
+		return nil, nil
+	}
+	cr := p.CheckRun
+	if cr == nil {
+		return nil, badRequest("check_run is required in a check_run event.")
+	}
+	severity := perch.SeverityInfo
+	switch cr.Conclusion {
+	case "failure", "timed_out", "action_required":
+		severity = perch.SeverityError
+	}
+	conclusion := firstNonEmpty(strings.ReplaceAll(oneLine(cr.Conclusion), "_", " "), "completed")
+	name := firstNonEmpty(oneLine(cr.Name), "check")
+
+	where := ""
+	if branch := oneLine(cr.CheckSuite.HeadBranch); branch != "" {
+		where = " on " + branch
+	}
+	if sha := oneLine(cr.HeadSHA); sha != "" {
+		where += " at " + truncate(sha, 7)
+	}
+	reporter := "GitHub"
+	if cr.App != nil {
+		reporter = firstNonEmpty(oneLine(cr.App.Name), reporter)
+	}
+	return &perch.Event{
+		Severity: severity,
+		Title:    title(fmt.Sprintf("%s: %s %s", repoName(p), name, conclusion)),
+		Message:  message(fmt.Sprintf("%s reported %s%s", reporter, conclusion, where), oneLine(cr.Output.Title)),
+		URL:      webURL(firstNonEmpty(cr.HTMLURL, cr.DetailsURL)),
+	}, nil
+}
+
+func githubPush(p *ghPayload) (*perch.Event, error) {
+	ref := oneLine(p.Ref)
+	if ref == "" {
+		return nil, badRequest("ref is required in a push event.")
+	}
+	kind, short := "branch", ref
+	if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+		short = b
+	} else if t, ok := strings.CutPrefix(ref, "refs/tags/"); ok {
+		kind, short = "tag", t
+	} else {
+		kind = "ref"
+	}
+	if short == "" {
+		short = ref
+	}
+
+	pusher := login(p.Pusher, p.Sender)
+	n := len(p.Commits)
+	var headline, what string
+	switch {
+	case p.Deleted:
+		headline = fmt.Sprintf("%s %s deleted", kind, short)
+		what = fmt.Sprintf("%s deleted %s %s", pusher, kind, short)
+	case p.Created:
+		headline = fmt.Sprintf("%s %s created", kind, short)
+		what = fmt.Sprintf("%s created %s %s", pusher, kind, short)
+		if n > 0 {
+			what += " with " + plural(n, "commit")
+		}
+	default:
+		verb := "pushed"
+		if p.Forced {
+			verb = "force-pushed"
+		}
+		headline = fmt.Sprintf("%s %s to %s", plural(n, "commit"), verb, short)
+		what = fmt.Sprintf("%s %s %s to %s", pusher, verb, plural(n, "commit"), short)
+	}
+	latest := ""
+	if p.HeadCommit != nil && !p.Deleted {
+		if first, _, _ := strings.Cut(strings.TrimSpace(p.HeadCommit.Message), "\n"); oneLine(first) != "" {
+			latest = "Latest: " + oneLine(first)
+		}
+	}
+	repoURL := ""
+	if p.Repository != nil {
+		repoURL = p.Repository.HTMLURL
+	}
+	return &perch.Event{
+		Severity: perch.SeverityInfo,
+		Title:    title(fmt.Sprintf("%s: %s", repoName(p), headline)),
+		Message:  message(what, latest),
+		URL:      webURL(firstNonEmpty(p.Compare, repoURL)),
+	}, nil
+}
+
+func githubPing(p *ghPayload) (*perch.Event, error) {
+	target, link := "", ""
+	if p.Repository != nil {
+		target, link = oneLine(p.Repository.FullName), p.Repository.HTMLURL
+	}
+	// An organisation or app hook's ping has no repository; its hook URL
+	// still says whose hook it is.
+	if target == "" && p.Hook != nil {
+		target = hookOwner(p.Hook.URL)
+	}
+	if target == "" && p.Organization != nil {
+		target = oneLine(p.Organization.Login)
+	}
+	what := "A GitHub webhook reaches Perch; its events will arrive here."
+	if target != "" {
+		what = fmt.Sprintf("The GitHub webhook for %s reaches Perch; its events will arrive here.", target)
+	} else {
+		target = "GitHub"
+	}
+	return &perch.Event{
+		Severity: perch.SeverityInfo,
+		Title:    title(target + ": webhook connected"),
+		Message:  message(what, oneLine(p.Zen)),
+		URL:      webURL(link),
+	}, nil
+}
+
+// hookOwner reads "owner/repo" or "org" from a hook's API URL, such as
+// https://api.github.com/repos/owner/repo/hooks/1 or .../orgs/org/hooks/1.
+func hookOwner(hookURL string) string {
+	u, err := url.Parse(hookURL)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	switch {
+	case len(parts) >= 4 && parts[0] == "repos" && parts[3] == "hooks":
+		return oneLine(parts[1] + "/" + parts[2])
+	case len(parts) >= 3 && parts[0] == "orgs" && parts[2] == "hooks":
+		return oneLine(parts[1])
+	}
+	return ""
+}
+
+// repoName is the repository's full name, "owner/name".
+func repoName(p *ghPayload) string {
+	if p.Repository != nil {
+		if n := oneLine(p.Repository.FullName); n != "" {
+			return n
+		}
+	}
+	return "unknown repository"
+}
+
+// login returns the first known name among users, or "someone".
+func login(users ...*ghUser) string {
+	for _, u := range users {
+		if u != nil {
+			if n := firstNonEmpty(oneLine(u.Login), oneLine(u.Name)); n != "" {
+				return n
+			}
+		}
+	}
+	return "someone"
+}
+
+// plural renders "1 commit" or "3 commits".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

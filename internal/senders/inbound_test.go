@@ -1,0 +1,87 @@
+package senders
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perch-dev/perch"
+)
+
+func TestInbound(t *testing.T) {
+	tests := []struct {
+		name string
+		body []byte
+		want perch.Event
+	}{
+		{"every field", mustRead(t, "inbound/full.json"), perch.Event{
+			Tab: "Deploys", Title: "Deploy of api v2.3.1 finished", Severity: perch.SeverityWarning,
+			Message: "Rolled out to 12 hosts in eu-west-1 by the release pipeline.", Source: perch.SourceInbound,
+		}},
+		{"title only: defaults", mustRead(t, "inbound/minimal.json"), perch.Event{
+			Tab: perch.TabInbound, Title: "Nightly backup completed", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"untidy text and extra members", mustRead(t, "inbound/untidy.json"), perch.Event{
+			Tab: perch.TabInbound, Title: "Disk usage report ready", Message: "See the capacity dashboard.",
+			Severity: perch.SeverityError, Source: perch.SourceInbound,
+		}},
+		{"null members read as absent", []byte(`{"title":"T","tab":null,"message":null,"severity":null}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"empty severity is the default", []byte(`{"title":"T","severity":""}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"limits are inclusive and count characters", []byte(`{"title":"` + strings.Repeat("é", 200) +
+			`","tab":"` + strings.Repeat("ü", 50) + `","message":"` + strings.Repeat("ß", 4000) + `"}`), perch.Event{
+			Tab: strings.Repeat("ü", 50), Title: strings.Repeat("é", 200), Message: strings.Repeat("ß", 4000),
+			Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"message keeps its lines", []byte(`{"title":"T","message":"line 1\r\nline 2\u0000"}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Message: "line 1\nline 2", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Inbound(tt.body)
+			checkResult(t, got, err, events(tt.want))
+		})
+	}
+}
+
+func TestInboundBadRequest(t *testing.T) {
+	tests := []struct {
+		name, body, message string
+	}{
+		{"empty body", "", "The body is empty; a JSON object is required."},
+		{"blank body", " \n\t", "The body is empty; a JSON object is required."},
+		{"not JSON", "title=hello", "The body is not valid JSON."},
+		{"truncated JSON", `{"title": "hello"`, "The body is not valid JSON."},
+		{"trailing data", `{"title": "hello"} {}`, "The body is not valid JSON."},
+		{"array", `[{"title": "hello"}]`, "The body must be a JSON object."},
+		{"string", `"hello"`, "The body must be a JSON object."},
+		{"null", `null`, "The body must be a JSON object."},
+		{"no title", `{"message": "body only"}`, "title is required."},
+		{"empty object", `{}`, "title is required."},
+		{"blank title", `{"title": " \n "}`, "title is required."},
+		{"null title", `{"title": null}`, "title is required."},
+		{"number title", `{"title": 42}`, "title must be a string."},
+		{"object title", `{"title": {"text": "hi"}}`, "title must be a string."},
+		{"array tab", `{"title": "T", "tab": ["a"]}`, "tab must be a string."},
+		{"bool message", `{"title": "T", "message": true}`, "message must be a string."},
+		{"number severity", `{"title": "T", "severity": 2}`, "severity must be a string."},
+		{"unknown severity", `{"title": "T", "severity": "critical"}`, "severity must be info, warning or error."},
+		{"long title", `{"title": "` + strings.Repeat("é", 201) + `"}`, "title must be at most 200 characters."},
+		{"long message", `{"title": "T", "message": "` + strings.Repeat("m", 4001) + `"}`, "message must be at most 4000 characters."},
+		{"long tab", `{"title": "T", "tab": "` + strings.Repeat("t", 51) + `"}`, "tab must be at most 50 characters."},
+		{"every problem at once", `{"title": 1, "message": [], "severity": "fatal", "tab": {}}`,
+			"title must be a string. message must be a string. severity must be info, warning or error. tab must be a string."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Inbound([]byte(tt.body))
+			checkBadRequest(t, err, tt.message)
+			if len(res.Events) != 0 {
+				t.Errorf("events = %#v, want none", res.Events)
+			}
+		})
+	}
+}
