@@ -39,6 +39,10 @@ type Org struct {
 	PlanStatus  string     `json:"plan_status"`
 	TrialEndsAt *time.Time `json:"trial_ends_at"`
 	CreatedAt   time.Time  `json:"created_at"`
+
+	SeatCount          int `json:"seat_count"`          // members
+	PendingInvitations int `json:"pending_invitations"` // each holds a seat until it ends
+	MaxSeats           int `json:"max_seats"`           // the plan's cap on both together
 }
 
 // Plan statuses.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/mail"
 )
 
 // config is the server's configuration (DESIGN.md §3).
@@ -141,20 +143,14 @@ var settings = []setting{
 		if v == "" {
 			return nil
 		}
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtp+starttls" && u.Scheme != "smtps") || u.Hostname() == "" {
-			return fmt.Errorf("want smtp://user:pass@host:port, smtp+starttls://… or smtps://…")
+		if _, err := mail.ParseURL(v); err != nil {
+			return errors.New(perch.ErrorMessage(err))
 		}
 		c.SMTPURL = v
 		return nil
 	}},
 	{"mail-from", "Perch <perch@localhost>", "From address of Perch's e-mail", func(c *config, v string) error {
-		p := perch.Problems{}
-		addr := v
-		if i := strings.LastIndexByte(v, '<'); i >= 0 && strings.HasSuffix(v, ">") {
-			addr = v[i+1 : len(v)-1]
-		}
-		if perch.ValidateEmail(p, addr); len(p) > 0 && !strings.HasSuffix(addr, "@localhost") {
+		if _, err := netmail.ParseAddress(v); err != nil {
 			return fmt.Errorf("want an address, e.g. Perch <perch@example.com>")
 		}
 		c.MailFrom = v

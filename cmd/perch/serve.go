@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
@@ -62,9 +64,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer st.Close()
 
+	mailer, err := newMailer(c, st, logger)
+	if err != nil {
+		return err
+	}
 	srv := server.New(server.Options{
 		Store:          st,
 		Logger:         logger,
+		Mailer:         mailer,
 		Limiter:        ratelimit.NewMemory(),
 		BaseURL:        c.BaseURL,
 		AdminEmails:    c.AdminEmails,
@@ -103,11 +110,32 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	if err := srv.Close(sctx); err != nil {
+		logger.Warn("mail still being sent at shutdown", "err", err)
+	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// newMailer sends through PERCH_SMTP_URL when it is set, and keeps mail in
+// the outbox table (and the log) otherwise.
+func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, error) {
+	if c.SMTPURL == "" {
+		logger.Info("no PERCH_SMTP_URL: mail is logged and kept in the outbox")
+		return mail.NewMailer(nil, st, logger), nil
+	}
+	cfg, err := mail.ParseURL(c.SMTPURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.From = c.MailFrom
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("mail settings: %s", perch.ErrorMessage(err))
+	}
+	return mail.NewMailer(mail.StaticSource(cfg, true), st, logger), nil
 }
 
 // pruneSessions deletes expired sign-in tokens every hour.

@@ -40,11 +40,16 @@ func (s *Server) signIn(ctx context.Context, u *perch.User) (*authResponse, erro
 	return &authResponse{User: u, AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", ExpiresIn: int(perch.AccessTokenTTL.Seconds())}, nil
 }
 
+// register creates an account. With invitation_token it joins the inviting
+// organisation (the address counts as verified: the link reached it);
+// otherwise it creates the user's own organisation and mails a link to
+// verify the address.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Name     string `json:"name"`
-		Email    string `json:"email"`
-		Password string `json:"password"`
+		Name            string `json:"name"`
+		Email           string `json:"email"`
+		Password        string `json:"password"`
+		InvitationToken string `json:"invitation_token"`
 	}
 	if err := decode(r, &in); err != nil {
 		return err
@@ -53,7 +58,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err := nu.Validate(); err != nil {
 		return err
 	}
-	u, err := s.store.CreateUser(r.Context(), in.Name, in.Email, auth.HashPassword(in.Password, s.opts.PasswordParams))
+	hash := auth.HashPassword(in.Password, s.opts.PasswordParams)
+	var u *perch.User
+	var err error
+	if in.InvitationToken != "" {
+		u, err = s.store.CreateInvitedUser(r.Context(), in.Name, in.Email, hash, auth.HashToken(in.InvitationToken))
+	} else if u, err = s.store.CreateUser(r.Context(), in.Name, in.Email, hash); err == nil {
+		err = s.mailEmailToken(r.Context(), u, perch.EmailVerify, u.Email)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
@@ -11,11 +12,21 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	return respond(w, http.StatusOK, principal(r).User)
 }
 
-// updateMe changes the caller's name or password. A new password needs the
-// current one, and signs out every other session of the user.
+// meResponse is the user, plus the address waiting for verification after
+// a change of e-mail.
+type meResponse struct {
+	*perch.User
+	PendingEmail string `json:"pending_email,omitempty"`
+}
+
+// updateMe changes the caller's name, password or e-mail address. A new
+// password or address needs the current password. A new password signs out
+// every other session; a new address takes effect once the link mailed to it
+// is followed.
 func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name            *string `json:"name"`
+		Email           *string `json:"email"`
 		Password        *string `json:"password"`
 		CurrentPassword string  `json:"current_password"`
 	}
@@ -24,14 +35,22 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := principal(r)
 	u := p.User
+	if in.Email != nil && perch.NormalizeEmail(*in.Email) == perch.NormalizeEmail(u.Email) {
+		in.Email = nil // no change
+	}
 	problems := perch.Problems{}
 	if in.Name != nil {
 		perch.ValidateName(problems, *in.Name)
 	}
+	if in.Email != nil {
+		perch.ValidateEmail(problems, strings.TrimSpace(*in.Email))
+	}
 	if in.Password != nil {
 		perch.ValidatePassword(problems, "password", *in.Password, u.Email)
+	}
+	if in.Password != nil || in.Email != nil {
 		if in.CurrentPassword == "" {
-			problems.Add("current_password", "is required to change the password")
+			problems.Add("current_password", "is required to change the password or e-mail address")
 		} else if hash, err := s.store.PasswordHash(r.Context(), u.ID); err != nil {
 			return err
 		} else if !auth.CheckPassword(hash, in.CurrentPassword) {
@@ -40,6 +59,19 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := problems.Err(); err != nil {
 		return err
+	}
+	res := meResponse{User: u}
+	if in.Email != nil {
+		email := strings.TrimSpace(*in.Email)
+		if taken, err := s.store.EmailInUse(r.Context(), email); err != nil {
+			return err
+		} else if taken {
+			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
+		}
+		if err := s.mailEmailToken(r.Context(), u, perch.EmailChange, email); err != nil {
+			return err
+		}
+		res.PendingEmail = email
 	}
 	if in.Password != nil {
 		if err := s.store.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID); err != nil {
@@ -52,9 +84,9 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		updated.IsAdmin = s.isAdmin(updated)
-		u = updated
+		res.User = updated
 	}
-	return respond(w, http.StatusOK, u)
+	return respond(w, http.StatusOK, res)
 }
 
 func (s *Server) features(w http.ResponseWriter, r *http.Request) error {

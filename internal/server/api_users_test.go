@@ -47,7 +47,7 @@ func TestPasswordChangeNeedsCurrentAndSignsOutOthers(t *testing.T) {
 		a.apiToken(ada, "ci")
 
 		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "a brand new secret"}), 422)
-		if res.fields()["current_password"] != "is required to change the password" {
+		if res.fields()["current_password"] != "is required to change the password or e-mail address" {
 			t.Fatalf("fields = %v", res.fields())
 		}
 		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "short", "current_password": "wrong one!"}), 422)

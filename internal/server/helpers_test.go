@@ -2,17 +2,22 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -28,7 +33,8 @@ type api struct {
 	store  *store.Store
 	clock  *storetest.Clock
 	limits *ratelimit.Memory
-	logs   *bytes.Buffer
+	logs   *syncWriter
+	mail   *mailtest.Server
 }
 
 // newAPI returns a server over s with generous rate limits; adjust changes
@@ -39,10 +45,18 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	s.Now = clock.Now
 	limits := ratelimit.NewMemory()
 	limits.Now = clock.Now
-	logs := &bytes.Buffer{}
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	smtp := mailtest.Start(t)
+	cfg, err := mail.ParseURL(smtp.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.From = "Perch <perch@example.com>"
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	o := Options{
 		Store:          s,
-		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		Logger:         logger,
+		Mailer:         mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
 		Limiter:        limits,
 		BaseURL:        "http://perch.test",
 		AdminEmails:    []string{"root@example.com"},
@@ -55,7 +69,8 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	srv := New(o)
 	srv.now = clock.Now
-	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs, mail: smtp}
 }
 
 // response is an answer with its body decoded.
@@ -129,7 +144,7 @@ func (a *api) call(method, path, token string, body any, headers ...string) *res
 	rec := httptest.NewRecorder()
 	a.srv.ServeHTTP(rec, req)
 	res := &response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
-	if rec.Body.Len() > 0 {
+	if rec.Body.Len() > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(rec.Body.Bytes(), &res.Body); err != nil {
 			a.t.Fatalf("%s %s: body is not JSON: %v\n%s", method, path, err, rec.Body)
 		}
@@ -176,7 +191,8 @@ const goodPassword = "correct horse battery"
 // register signs up a user named name with an address derived from it.
 func (a *api) register(name string) *account {
 	a.t.Helper()
-	email := strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
+	a.clock.Advance(time.Second) // sign-ups never share an instant
+	email := emailFor(name)
 	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": name, "email": email, "password": goodPassword}), 201)
 	d := res.data()
 	u := d["user"].(map[string]any)
@@ -192,3 +208,67 @@ func (a *api) apiToken(acc *account, label string) (id string) {
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// syncWriter lets background goroutines (mail) log while a test reads.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// emailFor is the address register and invite derive from a name.
+func emailFor(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
+}
+
+// tokenOf returns the token parameter of a mailed link whose path is path.
+func tokenOf(tb testing.TB, link, path string) string {
+	tb.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Path != path || u.Query().Get("token") == "" {
+		tb.Fatalf("link %q is not %s?token=…", link, path)
+	}
+	if !strings.HasPrefix(link, "http://perch.test/") {
+		tb.Fatalf("link %q is not on the base URL", link)
+	}
+	return u.Query().Get("token")
+}
+
+// invite has by invite a new person by e-mail, and that person register
+// through the link the mail carries.
+func (a *api) invite(by *account, name, role string) *account {
+	a.t.Helper()
+	a.clock.Advance(time.Second)
+	email := emailFor(name)
+	expect(a.t, a.call("POST", "/api/v1/org/invitations", by.Access, map[string]string{"email": email, "role": role}), 201)
+	token := a.mailedToken(email, "/invitations/accept")
+	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{
+		"name": name, "email": email, "password": goodPassword, "invitation_token": token}), 201)
+	d := res.data()
+	u := d["user"].(map[string]any)
+	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
+}
+
+// mailedToken waits for the next mail to `to` whose link opens path,
+// passing over other mail (such as the verification mail of a new account),
+// and returns the link's token.
+func (a *api) mailedToken(to, path string) string {
+	a.t.Helper()
+	for {
+		link := a.mail.WaitFor(a.t, to).Link()
+		if u, err := url.Parse(link); err == nil && u.Path == path {
+			return tokenOf(a.t, link, path)
+		}
+	}
+}

@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
-
-	"github.com/perch-dev/perch"
 )
 
 // Body limits of DESIGN.md §2: 1 MiB, and 5 MiB for the code host, whose
@@ -153,8 +151,6 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-var errAdminOnly = perch.Errorf(perch.EFORBIDDEN, "Only platform admins may do this.")
 
 // methodLabel keeps the metrics' method label to a known set, whatever
 // methods clients invent.

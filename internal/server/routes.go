@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/perch-dev/perch"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -17,6 +19,9 @@ func (s *Server) routes() {
 	// Sign-in, limited per client IP.
 	m.Handle("POST /api/v1/auth/register", s.perIP(s.handle(s.register)))
 	m.Handle("POST /api/v1/auth/login", s.perIP(s.handle(s.login)))
+	m.Handle("POST /api/v1/auth/forgot-password", s.perIP(s.handle(s.forgotPassword)))
+	m.Handle("POST /api/v1/auth/reset-password", s.perIP(s.handle(s.resetPassword)))
+	m.Handle("POST /api/v1/auth/verify-email", s.perIP(s.handle(s.verifyEmail)))
 	m.Handle("POST /api/v1/auth/refresh", s.handle(s.refresh))
 	m.Handle("POST /api/v1/auth/logout", s.handle(s.logout))
 
@@ -31,12 +36,30 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/tokens/{id}", s.signedIn(s.updateAPIToken))
 	m.Handle("DELETE /api/v1/tokens/{id}", s.signedIn(s.deleteAPIToken))
 
+	// The caller's organisation: members, teams, invitations.
+	m.Handle("GET /api/v1/org", s.allowed(perch.ViewOrg, s.getOrg))
+	m.Handle("PATCH /api/v1/org", s.allowed(perch.ManageOrg, s.updateOrg))
+	m.Handle("GET /api/v1/org/members", s.allowed(perch.ViewOrg, s.listMembers))
+	m.Handle("PATCH /api/v1/org/members/{userId}", s.allowed(perch.ManageMembers, s.updateMember))
+	m.Handle("DELETE /api/v1/org/members/{userId}", s.allowed(perch.ViewOrg, s.removeMember)) // members may leave
+	m.Handle("GET /api/v1/org/teams", s.allowed(perch.ViewOrg, s.listTeams))
+	m.Handle("POST /api/v1/org/teams", s.allowed(perch.ManageTeams, s.createTeam))
+	m.Handle("GET /api/v1/org/teams/{id}", s.allowed(perch.ViewOrg, s.getTeam))
+	m.Handle("PATCH /api/v1/org/teams/{id}", s.allowed(perch.ManageTeams, s.updateTeam))
+	m.Handle("DELETE /api/v1/org/teams/{id}", s.allowed(perch.ManageTeams, s.deleteTeam))
+	m.Handle("PUT /api/v1/org/teams/{id}/members/{userId}", s.allowed(perch.ManageTeams, s.addTeamMember))
+	m.Handle("DELETE /api/v1/org/teams/{id}/members/{userId}", s.allowed(perch.ManageTeams, s.removeTeamMember))
+	m.Handle("GET /api/v1/org/invitations", s.allowed(perch.ManageInvitations, s.listInvitations))
+	m.Handle("POST /api/v1/org/invitations", s.allowed(perch.ManageInvitations, s.createInvitation))
+	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
+	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
+
 	// Plans and announcements.
 	m.Handle("GET /api/v1/billing/plans", s.handle(s.listPlans))
 	m.Handle("GET /api/v1/announcements", s.signedIn(s.listAnnouncements))
-	m.Handle("POST /api/v1/admin/announcements", s.platformAdmin(s.createAnnouncement))
-	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.platformAdmin(s.updateAnnouncement))
-	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.platformAdmin(s.deleteAnnouncement))
+	m.Handle("POST /api/v1/admin/announcements", s.allowed(perch.PlatformAdmin, s.createAnnouncement))
+	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
+	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
 	// Anything else: 404, or 405 when the path exists for another method.
 	m.Handle("/", s.handle(s.unmatched))
@@ -47,11 +70,11 @@ func (s *Server) signedIn(h handlerFunc) http.Handler {
 	return s.authenticate(s.perUser(s.handle(h)))
 }
 
-// platformAdmin serves h to platform admins only.
-func (s *Server) platformAdmin(h handlerFunc) http.Handler {
+// allowed serves h to signed-in users whom perch.Authorize lets take a.
+func (s *Server) allowed(a perch.Action, h handlerFunc) http.Handler {
 	return s.signedIn(func(w http.ResponseWriter, r *http.Request) error {
-		if !s.isAdmin(principal(r).User) {
-			return errAdminOnly
+		if err := perch.Authorize(principal(r).User, a); err != nil {
+			return err
 		}
 		return h(w, r)
 	})

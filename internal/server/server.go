@@ -5,16 +5,19 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -25,6 +28,8 @@ type Options struct {
 	Limiter perch.RateLimiter
 	// Metrics receives the server's collectors; /metrics serves it.
 	Metrics *prometheus.Registry
+	// Mailer sends account and invitation mail.
+	Mailer mail.Sender
 
 	BaseURL        string
 	AdminEmails    []string       // platform admins by address, besides those granted in the store
@@ -45,6 +50,8 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	now     func() time.Time
+	mailer  mail.Sender
+	mailing sync.WaitGroup // mail being sent in the background
 }
 
 // New returns a Server with every route in place.
@@ -61,6 +68,7 @@ func New(o Options) *Server {
 		admins:  map[string]bool{},
 		mux:     http.NewServeMux(),
 		now:     time.Now,
+		mailer:  o.Mailer,
 	}
 	for _, e := range o.AdminEmails {
 		s.admins[perch.NormalizeEmail(e)] = true
@@ -72,6 +80,18 @@ func New(o Options) *Server {
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close waits for background work (mail being sent) to finish, or for ctx.
+func (s *Server) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.mailing.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // isAdmin reports whether u is a platform admin.
 func (s *Server) isAdmin(u *perch.User) bool {

@@ -31,7 +31,7 @@ func (s *Store) CreateUser(ctx context.Context, name, email, passwordHash string
 	now := s.now()
 	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
 	u := &perch.User{ID: newID(), Email: email, Name: name, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
-	orgName := name + "'s organisation"
+	orgName := perch.OrgNameFor(name)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		orgID, err := s.createOrg(ctx, tx, orgName, now)
 		if err != nil {
@@ -138,13 +138,17 @@ func (s *Store) GrantAdmin(ctx context.Context, email string) error {
 	return expectOne(res, err, "User")
 }
 
-// Org returns the organisation with the given ID, or ENOTFOUND.
+// Org returns the organisation with the given ID and its seat counts, or
+// ENOTFOUND.
 func (s *Store) Org(ctx context.Context, id string) (*perch.Org, error) {
 	var o perch.Org
 	var created int64
 	var trial sql.NullInt64
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT id, name, slug, plan, plan_status, trial_ends_at, created_at FROM orgs WHERE id = ?`), id).
-		Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.PlanStatus, &trial, &created)
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT o.id, o.name, o.slug, o.plan, o.plan_status, o.trial_ends_at, o.created_at, p.max_seats,
+			(SELECT COUNT(*) FROM users u WHERE u.org_id = o.id),
+			(SELECT COUNT(*) FROM invitations i WHERE i.org_id = o.id AND i.status = 'pending' AND i.expires_at > ?)
+		FROM orgs o JOIN plans p ON p.slug = o.plan WHERE o.id = ?`), ms(s.now()), id).
+		Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.PlanStatus, &trial, &created, &o.MaxSeats, &o.SeatCount, &o.PendingInvitations)
 	if err != nil {
 		return nil, notFound(err, "Organisation")
 	}

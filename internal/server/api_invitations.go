@@ -1,0 +1,90 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/mail"
+)
+
+// invitationPath is the dashboard page an invitation link opens.
+const invitationPath = "/invitations/accept"
+
+func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.store.Invitations(r.Context(), principal(r).User.OrgID)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, list)
+}
+
+// createInvitation records an invitation and mails its link. The answer
+// carries the link too (url), so an admin can pass it on by hand when mail
+// is not set up; only the invited address can accept it.
+func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Email string `json:"email"`
+		Role  string `json:"role"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	in.Email = strings.TrimSpace(in.Email)
+	if in.Role == "" {
+		in.Role = perch.RoleMember
+	}
+	p := perch.Problems{}
+	perch.ValidateEmail(p, in.Email)
+	if !perch.ValidRole(in.Role) {
+		p.Add("role", "must be owner, admin or member")
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	actor := principal(r).User
+	if err := perch.AuthorizeInvite(actor, in.Role); err != nil {
+		return err
+	}
+	raw, hash := auth.NewToken(perch.InvitationTokenPrefix)
+	inv, err := s.store.CreateInvitation(r.Context(), actor.OrgID, actor.ID, in.Email, in.Role, hash)
+	if err != nil {
+		return err
+	}
+	org, err := s.store.Org(r.Context(), actor.OrgID)
+	if err != nil {
+		return err
+	}
+	link := s.link(invitationPath, raw)
+	s.sendMail(r.Context(), mail.Invitation(inv.Email, actor.Name, org.Name, inv.Role, link))
+	return respond(w, http.StatusCreated, struct {
+		*perch.Invitation
+		URL string `json:"url"`
+	}{inv, link})
+}
+
+func (s *Server) revokeInvitation(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.RevokeInvitation(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// acceptInvitation moves the signed-in user into the inviting organisation.
+func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return perch.Problems{"token": "is required"}.Err()
+	}
+	org, err := s.store.AcceptInvitation(r.Context(), auth.HashToken(in.Token), principal(r).User)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, org)
+}

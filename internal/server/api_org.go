@@ -1,0 +1,90 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+)
+
+func (s *Server) getOrg(w http.ResponseWriter, r *http.Request) error {
+	org, err := s.store.Org(r.Context(), principal(r).User.OrgID)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, org)
+}
+
+func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name *string `json:"name"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	orgID := principal(r).User.OrgID
+	if in.Name == nil {
+		return s.getOrg(w, r)
+	}
+	p := perch.Problems{}
+	if perch.ValidateOrgName(p, *in.Name); len(p) > 0 {
+		return p.Err()
+	}
+	org, err := s.store.RenameOrg(r.Context(), orgID, strings.TrimSpace(*in.Name))
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, org)
+}
+
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
+	members, err := s.store.Members(r.Context(), principal(r).User.OrgID)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, members)
+}
+
+// updateMember changes a member's role (owners only for anything touching
+// the owner role).
+func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Role string `json:"role"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if !perch.ValidRole(in.Role) {
+		return perch.Problems{"role": "must be owner, admin or member"}.Err()
+	}
+	actor := principal(r).User
+	target, err := s.store.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
+	if err != nil {
+		return err
+	}
+	if err := perch.AuthorizeMemberChange(actor, target, in.Role); err != nil {
+		return err
+	}
+	m, err := s.store.SetMemberRole(r.Context(), actor.OrgID, target.ID, in.Role)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, m)
+}
+
+// removeMember takes someone out of the organisation, or lets a member
+// leave. They get a fresh organisation of their own.
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
+	actor := principal(r).User
+	target, err := s.store.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
+	if err != nil {
+		return err
+	}
+	if err := perch.AuthorizeMemberChange(actor, target, ""); err != nil {
+		return err
+	}
+	if err := s.store.RemoveMember(r.Context(), actor.OrgID, target.ID); err != nil {
+		return err
+	}
+	return noContent(w)
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/perch-dev/perch"
+)
+
+type teamInput struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+}
+
+func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
+	teams, err := s.store.Teams(r.Context(), principal(r).User.OrgID)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, teams)
+}
+
+func (s *Server) getTeam(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.store.Team(r.Context(), principal(r).User.OrgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, t)
+}
+
+func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
+	var in teamInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	name, desc := deref(in.Name), deref(in.Description)
+	p := perch.Problems{}
+	if perch.ValidateTeam(p, name, desc); len(p) > 0 {
+		return p.Err()
+	}
+	t, err := s.store.CreateTeam(r.Context(), principal(r).User.OrgID, name, desc)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusCreated, t)
+}
+
+func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
+	var in teamInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	orgID := principal(r).User.OrgID
+	current, err := s.store.Team(r.Context(), orgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	name, desc := current.Name, current.Description
+	if in.Name != nil {
+		name = *in.Name
+	}
+	if in.Description != nil {
+		desc = *in.Description
+	}
+	p := perch.Problems{}
+	if perch.ValidateTeam(p, name, desc); len(p) > 0 {
+		return p.Err()
+	}
+	t, err := s.store.UpdateTeam(r.Context(), orgID, current.ID, perch.TeamUpdate{Name: in.Name, Description: in.Description})
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, t)
+}
+
+func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.DeleteTeam(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+// addTeamMember puts a member of the organisation into a team; it answers
+// 204 whether or not they were in it already.
+func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.AddTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) removeTeamMember(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.RemoveTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// The roles of the authorization matrix, in the order of authzCase.want.
+var authzRoles = []string{"anonymous", "outsider", "member", "admin", "owner", "platform admin"}
+
+// world is an organisation with one of everything, plus an outsider (the
+// owner of another organisation) and a platform admin of a third.
+type world struct {
+	owner, admin, member, target, outsider, root *account
+	team, invitation, invitationToken            string
+	ownerToken, announcement                     string
+}
+
+func newWorld(a *api, n int) *world {
+	a.t.Helper()
+	w := &world{}
+	name := func(s string) string { return fmt.Sprintf("%s %d", s, n) }
+	w.owner = a.register(name("Ada"))
+	w.admin = a.invite(w.owner, name("Carol"), "admin")
+	w.member = a.invite(w.owner, name("Bob"), "member")
+	w.target = a.invite(w.owner, name("Dan"), "member")
+	w.outsider = a.register(name("Eve"))
+	w.root = a.register(name("Root"))
+	if err := a.store.GrantAdmin(a.t.Context(), w.root.Email); err != nil {
+		a.t.Fatal(err)
+	}
+	w.team = expect(a.t, a.call("POST", "/api/v1/org/teams", w.owner.Access, map[string]string{"name": "Ops"}), 201).data()["id"].(string)
+	expect(a.t, a.call("PUT", "/api/v1/org/teams/"+w.team+"/members/"+w.member.ID, w.owner.Access, nil), 204)
+	frank := emailFor(name("Frank"))
+	inv := expect(a.t, a.call("POST", "/api/v1/org/invitations", w.owner.Access, map[string]string{"email": frank}), 201).data()
+	w.invitation = inv["id"].(string)
+	w.invitationToken = a.mailedToken(frank, "/invitations/accept")
+	w.ownerToken = a.apiToken(w.owner, "laptop")
+	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).data()["id"].(string)
+	return w
+}
+
+func (w *world) as(role string) *account {
+	return map[string]*account{"outsider": w.outsider, "member": w.member, "admin": w.admin, "owner": w.owner, "platform admin": w.root}[role]
+}
+
+// secrets are what must never appear in a response to the outsider.
+func (w *world) secrets() []string {
+	return []string{w.owner.OrgID, w.owner.ID, w.owner.Email, w.member.Email, w.team, w.invitation, w.ownerToken}
+}
+
+type authzCase struct {
+	method, path string
+	body         any
+	want         [6]int // by authzRoles
+}
+
+var authzCases = []authzCase{
+	{"GET", "/healthz", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"GET", "/readyz", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"GET", "/metrics", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"GET", "/api/v1/billing/plans", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/auth/forgot-password", map[string]string{"email": "who@example.com"}, [6]int{202, 202, 202, 202, 202, 202}},
+	{"POST", "/api/v1/auth/refresh", map[string]string{"refresh_token": "prf_x"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/api/v1/auth/verify-email", map[string]string{"token": "pem_x"}, [6]int{400, 400, 400, 400, 400, 400}},
+	{"GET", "/api/v1/users/me", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"PATCH", "/api/v1/users/me", map[string]string{"name": "Renamed"}, [6]int{401, 200, 200, 200, 200, 200}},
+	{"GET", "/api/v1/users/me/features", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"GET", "/api/v1/tokens", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/tokens", map[string]string{"label": "x"}, [6]int{401, 201, 201, 201, 201, 201}},
+	{"PATCH", "/api/v1/tokens/{ownerToken}", map[string]string{"label": "x"}, [6]int{401, 404, 404, 404, 200, 404}},
+	{"DELETE", "/api/v1/tokens/{ownerToken}", nil, [6]int{401, 404, 404, 404, 204, 404}},
+	{"GET", "/api/v1/announcements", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/admin/announcements", map[string]string{"title": "T", "body": "B"}, [6]int{401, 403, 403, 403, 403, 201}},
+	{"PATCH", "/api/v1/admin/announcements/{announcement}", map[string]string{"title": "T"}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"DELETE", "/api/v1/admin/announcements/{announcement}", nil, [6]int{401, 403, 403, 403, 403, 204}},
+	{"GET", "/api/v1/org", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"PATCH", "/api/v1/org", map[string]string{"name": "Renamed"}, [6]int{401, 200, 403, 200, 200, 200}},
+	{"GET", "/api/v1/org/members", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"PATCH", "/api/v1/org/members/{target}", map[string]string{"role": "admin"}, [6]int{401, 404, 403, 200, 200, 404}},
+	{"PATCH", "/api/v1/org/members/{owner}", map[string]string{"role": "member"}, [6]int{401, 404, 403, 403, 409, 404}},
+	{"DELETE", "/api/v1/org/members/{target}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"DELETE", "/api/v1/org/members/{owner}", nil, [6]int{401, 404, 403, 403, 409, 404}},
+	{"GET", "/api/v1/org/teams", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/org/teams", map[string]string{"name": "New"}, [6]int{401, 201, 403, 201, 201, 201}},
+	{"GET", "/api/v1/org/teams/{team}", nil, [6]int{401, 404, 200, 200, 200, 404}},
+	{"PATCH", "/api/v1/org/teams/{team}", map[string]string{"name": "Renamed"}, [6]int{401, 404, 403, 200, 200, 404}},
+	{"DELETE", "/api/v1/org/teams/{team}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"PUT", "/api/v1/org/teams/{team}/members/{target}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"DELETE", "/api/v1/org/teams/{team}/members/{member}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"GET", "/api/v1/org/invitations", nil, [6]int{401, 200, 403, 200, 200, 200}},
+	{"POST", "/api/v1/org/invitations", map[string]string{"email": "new.person@example.com"}, [6]int{401, 201, 403, 201, 201, 201}},
+	{"POST", "/api/v1/org/invitations", map[string]string{"email": "new.owner@example.com", "role": "owner"}, [6]int{401, 201, 403, 403, 201, 201}},
+	{"DELETE", "/api/v1/org/invitations/{invitation}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"POST", "/api/v1/org/invitations/accept", map[string]string{"token": "{invitationToken}"}, [6]int{401, 403, 403, 403, 403, 403}},
+}
+
+func (w *world) fill(s string) string {
+	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
+		"{owner}", w.owner.ID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation,
+		"{invitationToken}", w.invitationToken).Replace(s)
+}
+
+// TestAuthorizationMatrix walks every route as every kind of caller, each
+// case in a world of its own, and checks the status; and that nothing
+// answered to the outsider names the other organisation.
+func TestAuthorizationMatrix(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		n := 0
+		for _, c := range authzCases {
+			for i, role := range authzRoles {
+				n++
+				w := newWorld(a, n)
+				path := w.fill(c.path)
+				var body any = c.body
+				if m, ok := c.body.(map[string]string); ok {
+					filled := map[string]string{}
+					for k, v := range m {
+						filled[k] = w.fill(v)
+					}
+					body = filled
+				}
+				token := ""
+				if acc := w.as(role); acc != nil {
+					token = acc.Access
+				}
+				res := a.call(c.method, path, token, body)
+				if res.Status != c.want[i] {
+					t.Errorf("%s %s as %s: status %d, want %d: %s", c.method, c.path, role, res.Status, c.want[i], res.Raw)
+				}
+				if role == "outsider" {
+					for _, secret := range w.secrets() {
+						if strings.Contains(res.Raw, secret) {
+							t.Errorf("%s %s as outsider: the answer contains %q of the other organisation", c.method, c.path, secret)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%d (route, role) cases", n)
+	})
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+var errBadEmailLink = perch.Errorf(perch.EBADREQUEST, "This link is invalid, expired or already used.")
+
+// CreateEmailToken records a single-use link token of kind for userID,
+// bound to email (the address it is sent to), valid until expires.
+func (s *Store) CreateEmailToken(ctx context.Context, userID, kind, email, hash string, expires time.Time) error {
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO email_tokens (hash, user_id, kind, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`),
+		hash, userID, kind, email, ms(s.now()), ms(expires))
+	return err
+}
+
+// spendEmailToken marks a live token of one of kinds as used and returns it.
+func (s *Store) spendEmailToken(ctx context.Context, tx *sql.Tx, hash string, kinds ...string) (userID, kind, email string, err error) {
+	now := ms(s.now())
+	err = tx.QueryRowContext(ctx, s.q(`SELECT user_id, kind, email FROM email_tokens WHERE hash = ? AND used_at IS NULL AND expires_at > ?`), hash, now).
+		Scan(&userID, &kind, &email)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", "", errBadEmailLink
+	}
+	if err != nil {
+		return "", "", "", err
+	}
+	ok := false
+	for _, k := range kinds {
+		ok = ok || k == kind
+	}
+	if !ok {
+		return "", "", "", errBadEmailLink
+	}
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE email_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`), now, hash)
+	if err := expectOne(res, err, "Link"); err != nil {
+		return "", "", "", errBadEmailLink
+	}
+	return userID, kind, email, nil
+}
+
+// VerifyEmail spends a verification or address-change token: the address it
+// was sent to becomes the user's verified address. A link for an address the
+// user no longer has is refused; an address taken meanwhile is ECONFLICT.
+func (s *Store) VerifyEmail(ctx context.Context, hash string) (*perch.User, error) {
+	var userID string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var kind, email string
+		var err error
+		userID, kind, email, err = s.spendEmailToken(ctx, tx, hash, perch.EmailVerify, perch.EmailChange)
+		if err != nil {
+			return err
+		}
+		now := ms(s.now())
+		if kind == perch.EmailVerify {
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email_verified = TRUE, updated_at = ? WHERE id = ? AND email_norm = ?`),
+				now, userID, perch.NormalizeEmail(email))
+			if err := expectOne(res, err, "User"); err != nil {
+				return errBadEmailLink
+			}
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, email_verified = TRUE, updated_at = ? WHERE id = ?`),
+			email, perch.NormalizeEmail(email), now, userID)
+		if isUniqueViolation(err) {
+			return perch.Errorf(perch.ECONFLICT, "Another account uses %s now.", email)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.User(ctx, userID)
+}
+
+// ResetPassword spends a password-reset token, sets the new password hash and
+// signs out every session of the user.
+func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, error) {
+	var userID string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if userID, _, _, err = s.spendEmailToken(ctx, tx, hash, perch.EmailPasswordReset); err != nil {
+			return err
+		}
+		now := ms(s.now())
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`), passwordHash, now, userID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`), now, userID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.User(ctx, userID)
+}
+
+// EmailInUse reports whether an account has the address.
+func (s *Store) EmailInUse(ctx context.Context, email string) (bool, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users WHERE email_norm = ?`), perch.NormalizeEmail(email)).Scan(&n)
+	return n > 0, err
+}
+
+// EmailTokenOwner returns the user of a live token of kind without spending
+// it, or EBADREQUEST.
+func (s *Store) EmailTokenOwner(ctx context.Context, hash, kind string) (*perch.User, error) {
+	var userID string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT user_id FROM email_tokens WHERE hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ?`),
+		hash, kind, ms(s.now())).Scan(&userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errBadEmailLink
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.User(ctx, userID)
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+const invitationColumns = `i.id, i.org_id, i.email, i.role, i.status, i.created_at, i.expires_at, i.accepted_at, i.invited_by, COALESCE(u.name, '')`
+
+const invitationFrom = ` FROM invitations i LEFT JOIN users u ON u.id = i.invited_by`
+
+func (s *Store) scanInvitation(row interface{ Scan(...any) error }) (*perch.Invitation, error) {
+	var inv perch.Invitation
+	var created, expires int64
+	var accepted sql.NullInt64
+	var inviter sql.NullString
+	var inviterName string
+	if err := row.Scan(&inv.ID, &inv.OrgID, &inv.Email, &inv.Role, &inv.Status, &created, &expires, &accepted, &inviter, &inviterName); err != nil {
+		return nil, err
+	}
+	inv.CreatedAt, inv.ExpiresAt, inv.AcceptedAt = fromMS(created), fromMS(expires), fromNullMS(accepted)
+	if inviter.Valid {
+		inv.InvitedBy = &perch.TeamRef{ID: inviter.String, Name: inviterName}
+	}
+	if inv.Status == perch.InvitationPending && !inv.ExpiresAt.After(s.now()) {
+		inv.Status = perch.InvitationExpired
+	}
+	return &inv, nil
+}
+
+// Invitations lists an organisation's invitations, newest first.
+func (s *Store) Invitations(ctx context.Context, orgID string) ([]*perch.Invitation, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+invitationColumns+invitationFrom+` WHERE i.org_id = ? ORDER BY i.created_at DESC, i.id`), orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	list := []*perch.Invitation{}
+	for rows.Next() {
+		inv, err := s.scanInvitation(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, inv)
+	}
+	return list, rows.Err()
+}
+
+// CreateInvitation records an invitation to orgID for email with role,
+// known by the hash of its link token. It is ECONFLICT when the address is
+// already a member or has a live invitation, or when members and live
+// invitations together already fill the plan's seats.
+func (s *Store) CreateInvitation(ctx context.Context, orgID, inviterID, email, role, tokenHash string) (*perch.Invitation, error) {
+	now := s.now()
+	email = strings.TrimSpace(email)
+	norm := perch.NormalizeEmail(email)
+	inv := &perch.Invitation{ID: newID(), OrgID: orgID, Email: email, Role: role, Status: perch.InvitationPending,
+		CreatedAt: now, ExpiresAt: now.Add(perch.InvitationTTL)}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var members, pending, seats, memberHere, pendingHere int
+		err := tx.QueryRowContext(ctx, s.q(`SELECT
+				(SELECT COUNT(*) FROM users WHERE org_id = o.id),
+				(SELECT COUNT(*) FROM invitations WHERE org_id = o.id AND status = 'pending' AND expires_at > ?),
+				p.max_seats,
+				(SELECT COUNT(*) FROM users WHERE org_id = o.id AND email_norm = ?),
+				(SELECT COUNT(*) FROM invitations WHERE org_id = o.id AND email_norm = ? AND status = 'pending' AND expires_at > ?)
+			FROM orgs o JOIN plans p ON p.slug = o.plan WHERE o.id = ?`), ms(now), norm, norm, ms(now), orgID).
+			Scan(&members, &pending, &seats, &memberHere, &pendingHere)
+		switch {
+		case err != nil:
+			return notFound(err, "Organisation")
+		case memberHere > 0:
+			return perch.Errorf(perch.ECONFLICT, "%s is already a member of this organisation.", email)
+		case pendingHere > 0:
+			return perch.Errorf(perch.ECONFLICT, "%s already has a pending invitation; revoke it to send a new one.", email)
+		case members+pending >= seats:
+			return perch.Errorf(perch.ECONFLICT, "All %d seats of the plan are taken by members and pending invitations; upgrade the plan or revoke an invitation.", seats)
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO invitations (id, org_id, email, email_norm, role, token_hash, invited_by, status, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`), inv.ID, orgID, email, norm, role, tokenHash, inviterID, ms(now), ms(inv.ExpiresAt))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.invitation(ctx, s.r, `i.id = ?`, inv.ID)
+}
+
+func (s *Store) invitation(ctx context.Context, q querier, where string, arg any) (*perch.Invitation, error) {
+	inv, err := s.scanInvitation(q.QueryRowContext(ctx, s.q(`SELECT `+invitationColumns+invitationFrom+` WHERE `+where), arg))
+	return inv, notFound(err, "Invitation")
+}
+
+// RevokeInvitation withdraws a pending invitation of orgID. Revoking one that
+// was accepted or revoked already is ECONFLICT.
+func (s *Store) RevokeInvitation(ctx context.Context, orgID, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		inv, err := s.invitation(ctx, tx, `i.id = ?`, id)
+		if err != nil || inv.OrgID != orgID {
+			return perch.Errorf(perch.ENOTFOUND, "Invitation not found.")
+		}
+		if inv.Status == perch.InvitationAccepted || inv.Status == perch.InvitationRevoked {
+			return perch.Errorf(perch.ECONFLICT, "The invitation was %s already.", inv.Status)
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE invitations SET status = 'revoked', revoked_at = ? WHERE id = ?`), ms(s.now()), id)
+		return err
+	})
+}
+
+var errBadInvitation = perch.Errorf(perch.EBADREQUEST, "This invitation link is invalid, expired or already used.")
+
+// liveInvitation returns the pending, unexpired invitation whose token has
+// the given hash, for email.
+func (s *Store) liveInvitation(ctx context.Context, tx *sql.Tx, tokenHash, email string) (*perch.Invitation, error) {
+	inv, err := s.invitation(ctx, tx, `i.token_hash = ?`, tokenHash)
+	if err != nil || inv.Status != perch.InvitationPending {
+		return nil, errBadInvitation
+	}
+	if perch.NormalizeEmail(inv.Email) != perch.NormalizeEmail(email) {
+		return nil, perch.Errorf(perch.EFORBIDDEN, "This invitation was sent to %s; sign in with that address to accept it.", inv.Email)
+	}
+	return inv, nil
+}
+
+func (s *Store) markAccepted(ctx context.Context, tx *sql.Tx, id string, now time.Time) error {
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE invitations SET status = 'accepted', accepted_at = ? WHERE id = ? AND status = 'pending'`), ms(now), id)
+	if err := expectOne(res, err, "Invitation"); err != nil {
+		return errBadInvitation
+	}
+	return nil
+}
+
+// AcceptInvitation moves a signed-in user into the organisation that invited
+// them, with the invited role. The invitation must be live and addressed to
+// the user's e-mail (EFORBIDDEN otherwise); the last owner of an organisation
+// that has other members cannot leave it (ECONFLICT).
+func (s *Store) AcceptInvitation(ctx context.Context, tokenHash string, user *perch.User) (*perch.Org, error) {
+	var orgID string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		inv, err := s.liveInvitation(ctx, tx, tokenHash, user.Email)
+		if err != nil {
+			return err
+		}
+		var currentOrg string
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT org_id FROM users WHERE id = ?`), user.ID).Scan(&currentOrg); err != nil {
+			return notFound(err, "User")
+		}
+		if currentOrg == inv.OrgID {
+			return perch.Errorf(perch.ECONFLICT, "You are already a member of this organisation.")
+		}
+		var others int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users WHERE org_id = ? AND id <> ?`), currentOrg, user.ID).Scan(&others); err != nil {
+			return err
+		}
+		if others > 0 {
+			if err := s.keepsAnOwner(ctx, tx, currentOrg, user.ID); err != nil {
+				return perch.Errorf(perch.ECONFLICT, "You are the only owner of your current organisation: make someone else an owner before you leave it.")
+			}
+		}
+		if err := s.markAccepted(ctx, tx, inv.ID, s.now()); err != nil {
+			return err
+		}
+		orgID = inv.OrgID
+		return s.moveUser(ctx, tx, user.ID, currentOrg, inv.OrgID, inv.Role)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Org(ctx, orgID)
+}
+
+// CreateInvitedUser registers an account straight into the organisation of a
+// live invitation addressed to email. The address counts as verified: the
+// invitation link reached it.
+func (s *Store) CreateInvitedUser(ctx context.Context, name, email, passwordHash, tokenHash string) (*perch.User, error) {
+	now := s.now()
+	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
+	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: true, CreatedAt: now, UpdatedAt: now}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		inv, err := s.liveInvitation(ctx, tx, tokenHash, email)
+		if err != nil {
+			return err
+		}
+		if err := s.markAccepted(ctx, tx, inv.ID, now); err != nil {
+			return err
+		}
+		u.OrgID, u.OrgRole = inv.OrgID, inv.Role
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
+			(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, email_verified, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, TRUE, ?, ?)`),
+			u.ID, u.OrgID, u.OrgRole, ms(now), email, perch.NormalizeEmail(email), name, passwordHash, ms(now), ms(now))
+		if isUniqueViolation(err) {
+			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists: sign in and accept the invitation.")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
