@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/perch-dev/perch/internal/mail/mailtest"
+	"github.com/perch-dev/perch/internal/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -127,6 +130,50 @@ func TestNewcomersPath(t *testing.T) {
 	status, me := call(t, "GET", base+"/api/v1/users/me", raw, nil)
 	if status != 200 || me["data"].(map[string]any)["email"] != "ada@example.com" {
 		t.Fatalf("me: %d %v", status, me)
+	}
+}
+
+// TestMailGoesThroughTheConfiguredServer starts perch serve with
+// PERCH_SMTP_URL pointing at a real SMTP server and follows the
+// verification link it mails.
+func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
+	smtp := mailtest.Start(t)
+	base := startServer(t, map[string]string{"PERCH_SMTP_URL": smtp.URL(), "PERCH_MAIL_FROM": "Perch <perch@example.com>", "PERCH_BASE_URL": "https://perch.example.com"})
+	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
+	link := smtp.WaitFor(t, "ada@example.com").Link()
+	token, ok := strings.CutPrefix(link, "https://perch.example.com/verify-email?token=")
+	if !ok {
+		t.Fatalf("link = %q", link)
+	}
+	if status, body := call(t, "POST", base+"/api/v1/auth/verify-email", "", map[string]string{"token": token}); status != 200 || body["data"].(map[string]any)["email_verified"] != true {
+		t.Fatalf("verify: %d %v", status, body)
+	}
+}
+
+// TestMailWithoutSMTPIsKeptInTheOutbox checks the default: no mail server,
+// the message is kept in the database.
+func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "perch.db")
+	base := startServer(t, map[string]string{"PERCH_DATABASE_URL": db})
+	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		kept, err := st.Outbox(context.Background(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept) == 1 && kept[0].To == "ada@example.com" && strings.Contains(kept[0].Link, "/verify-email?token=pem_") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox = %+v", kept)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
