@@ -79,17 +79,22 @@ func (s *Store) VerifyEmail(ctx context.Context, hash string) (*perch.User, erro
 }
 
 // ResetPassword spends a password-reset token, sets the new password hash and
-// signs out every session of the user.
+// signs out every session of the user. A link sent to an address the user no
+// longer has is EBADREQUEST.
 func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, error) {
 	var userID string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var email string
 		var err error
-		if userID, _, _, err = s.spendEmailToken(ctx, tx, hash, perch.EmailPasswordReset); err != nil {
+		if userID, _, email, err = s.spendEmailToken(ctx, tx, hash, perch.EmailPasswordReset); err != nil {
 			return err
 		}
 		now := ms(s.now())
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`), passwordHash, now, userID); err != nil {
-			return err
+		// A link mailed to an address the user has since given up is dead.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND email_norm = ?`),
+			passwordHash, now, userID, perch.NormalizeEmail(email))
+		if err := expectOne(res, err, "User"); err != nil {
+			return errBadEmailLink
 		}
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`), now, userID)
 		return err

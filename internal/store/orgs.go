@@ -41,7 +41,7 @@ func (s *Store) Members(ctx context.Context, orgID string) ([]*perch.Member, err
 		return nil, err
 	}
 	rows, err = s.r.QueryContext(ctx, s.q(`SELECT tm.user_id, t.id, t.name FROM team_members tm JOIN teams t ON t.id = tm.team_id
-		WHERE t.org_id = ? ORDER BY t.name, t.id`), orgID)
+		WHERE t.org_id = ? ORDER BY t.name_norm, t.id`), orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +69,27 @@ func scanMember(row interface{ Scan(...any) error }) (*perch.Member, error) {
 	return &m, nil
 }
 
-// Member returns one member of an organisation, or ENOTFOUND when the user
-// is not in it.
+// Member returns one member of an organisation with their teams, or
+// ENOTFOUND when the user is not in it.
 func (s *Store) Member(ctx context.Context, orgID, userID string) (*perch.Member, error) {
 	m, err := scanMember(s.r.QueryRowContext(ctx, s.q(`SELECT `+memberColumns+` FROM users u WHERE u.org_id = ? AND u.id = ?`), orgID, userID))
-	return m, notFound(err, "Member")
+	if err != nil {
+		return nil, notFound(err, "Member")
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT t.id, t.name FROM team_members tm JOIN teams t ON t.id = tm.team_id
+		WHERE tm.user_id = ? AND t.org_id = ? ORDER BY t.name_norm, t.id`), userID, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t perch.TeamRef
+		if err := rows.Scan(&t.ID, &t.Name); err != nil {
+			return nil, err
+		}
+		m.Teams = append(m.Teams, t)
+	}
+	return m, rows.Err()
 }
 
 var errLastOwner = perch.Errorf(perch.ECONFLICT, "An organisation needs at least one owner: make someone else an owner first.")
@@ -87,7 +103,7 @@ func (s *Store) keepsAnOwner(ctx context.Context, tx *sql.Tx, orgID, userID stri
 		return err
 	}
 	var role string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT org_role FROM users WHERE id = ?`), userID).Scan(&role); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT org_role FROM users WHERE id = ? AND org_id = ?`), userID, orgID).Scan(&role); err != nil {
 		return notFound(err, "Member")
 	}
 	if role == perch.RoleOwner && others == 0 {

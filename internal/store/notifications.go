@@ -1,0 +1,246 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"github.com/perch-dev/perch"
+)
+
+// NewNotification is a notification to store, and the key that makes a
+// redelivery of it a no-op (empty: no de-duplication).
+type NewNotification struct {
+	Notification perch.Notification // ID and CreatedAt are assigned by the store
+	DedupeKey    string
+}
+
+// Stored is the outcome of storing one NewNotification: the notification with
+// its id and time, and whether it was a redelivery of one already stored.
+type Stored struct {
+	Notification perch.Notification
+	Duplicate    bool
+}
+
+// notificationsLock is the PostgreSQL advisory lock that serializes
+// notification inserts across instances, so that ids become visible in
+// order: a reader that has seen id n will never later find a smaller one.
+const notificationsLock = 7_310_001
+
+// InsertNotifications stores a batch in one transaction, in order, and
+// returns one Stored per input. Ids increase in commit order across every
+// writer, which is what lets ?since= replay without gaps.
+func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification) ([]Stored, error) {
+	now := s.now()
+	out := make([]Stored, len(batch))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
+				return err
+			}
+		}
+		insert, err := tx.PrepareContext(ctx, s.q(`INSERT INTO notifications
+			(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`))
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
+		for i, nn := range batch {
+			n := nn.Notification
+			n.CreatedAt, n.Read = now, false
+			var key sql.NullString
+			if nn.DedupeKey != "" {
+				key = sql.NullString{String: nn.DedupeKey, Valid: true}
+			}
+			var id int64
+			err := insert.QueryRowContext(ctx, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key).Scan(&id)
+			if err == sql.ErrNoRows {
+				existing, err := scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), nn.DedupeKey))
+				if err != nil {
+					return err
+				}
+				out[i] = Stored{Notification: *existing, Duplicate: true}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			n.ID = strconv.FormatInt(id, 10)
+			out[i] = Stored{Notification: n}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+const notificationColumns = `n.id, n.scope_type, n.scope_id, n.tab, n.title, n.message, n.severity, n.source, n.url, n.created_at`
+
+func scanNotification(row interface{ Scan(...any) error }) (*perch.Notification, error) {
+	var n perch.Notification
+	var id, created int64
+	if err := row.Scan(&id, &n.Scope.Type, &n.Scope.ID, &n.Tab, &n.Title, &n.Message, &n.Severity, &n.Source, &n.URL, &created, &n.Read); err != nil {
+		return nil, err
+	}
+	n.ID, n.CreatedAt = strconv.FormatInt(id, 10), fromMS(created)
+	return &n, nil
+}
+
+// visibleTo is the condition for the notifications a user's clients receive:
+// addressed to them, their organisation, one of their teams, or everyone.
+// It takes the user id, the org id and the user id again.
+const visibleTo = `((n.scope_type = 'user' AND n.scope_id = ?) OR (n.scope_type = 'org' AND n.scope_id = ?) OR n.scope_type = 'all'
+	OR (n.scope_type = 'team' AND n.scope_id IN (SELECT team_id FROM team_members WHERE user_id = ?)))`
+
+// ParseNotificationID reads a notification id; anything else is EBADREQUEST.
+func ParseNotificationID(id string) (int64, error) {
+	v, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || v < 0 {
+		return 0, perch.Errorf(perch.EBADREQUEST, "%q is not a notification id.", id)
+	}
+	return v, nil
+}
+
+// Notifications returns what the user may see, with their read state: with
+// since, the oldest limit after it (oldest first); without, the newest limit
+// (still oldest first).
+func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, limit int) ([]*perch.Notification, error) {
+	query := `SELECT ` + notificationColumns + `, r.user_id IS NOT NULL FROM notifications n
+		LEFT JOIN notification_reads r ON r.notification_id = n.id AND r.user_id = ?
+		WHERE n.id > ? AND ` + visibleTo
+	var after int64
+	if since != "" {
+		var err error
+		if after, err = ParseNotificationID(since); err != nil {
+			return nil, err
+		}
+		query += ` ORDER BY n.id LIMIT ?`
+	} else {
+		query += ` ORDER BY n.id DESC LIMIT ?`
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query), u.ID, after, u.ID, u.OrgID, u.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	list := []*perch.Notification{}
+	for rows.Next() {
+		n, err := scanNotification(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, n)
+	}
+	if since == "" {
+		for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
+			list[i], list[j] = list[j], list[i]
+		}
+	}
+	return list, rows.Err()
+}
+
+// MarkRead records that the user read the given notifications (or, with all,
+// every one they can see) and returns the ids newly marked; ids the user
+// cannot see are passed over.
+func (s *Store) MarkRead(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error) {
+	query := `SELECT n.id FROM notifications n WHERE ` + visibleTo + `
+		AND NOT EXISTS (SELECT 1 FROM notification_reads r WHERE r.notification_id = n.id AND r.user_id = ?)`
+	args := []any{u.ID, u.OrgID, u.ID, u.ID}
+	if !all {
+		if len(ids) == 0 {
+			return []string{}, nil
+		}
+		nums := make([]any, len(ids))
+		for i, id := range ids {
+			v, err := ParseNotificationID(id)
+			if err != nil {
+				return nil, err
+			}
+			nums[i] = v
+		}
+		query += ` AND n.id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+		args = append(args, nums...)
+	}
+	marked := []string{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, s.q(query+` ORDER BY n.id`), args...)
+		if err != nil {
+			return err
+		}
+		var found []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			found = append(found, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := ms(s.now())
+		for _, id := range found {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO notification_reads (user_id, notification_id, read_at) VALUES (?, ?, ?)
+				ON CONFLICT (user_id, notification_id) DO NOTHING`), u.ID, id, now); err != nil {
+				return err
+			}
+			marked = append(marked, strconv.FormatInt(id, 10))
+		}
+		return nil
+	})
+	return marked, err
+}
+
+// settingPrunedThrough is the settings key of the highest notification id
+// that retention has deleted.
+const settingPrunedThrough = "notifications.pruned_through"
+
+// PruneNotifications deletes notifications created before cutoff and
+// remembers the highest id deleted, so that a replay from an older id can
+// report the gap. It returns how many it deleted.
+func (s *Store) PruneNotifications(ctx context.Context, cutoffMS int64) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var maxID sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT MAX(id) FROM notifications WHERE created_at < ?`), cutoffMS).Scan(&maxID); err != nil {
+			return err
+		}
+		if !maxID.Valid {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notifications WHERE id <= ?`), maxID.Int64)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO settings (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), settingPrunedThrough, strconv.FormatInt(maxID.Int64, 10))
+		return err
+	})
+	return n, err
+}
+
+// ReplayGap reports whether notifications after since may have been pruned
+// before the client could see them.
+func (s *Store) ReplayGap(ctx context.Context, since string) (bool, error) {
+	after, err := ParseNotificationID(since)
+	if err != nil {
+		return false, err
+	}
+	var v string
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT value FROM settings WHERE key = ?`), settingPrunedThrough).Scan(&v)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	through, _ := strconv.ParseInt(v, 10, 64)
+	return after < through, nil
+}
