@@ -1,0 +1,35 @@
+package perch
+
+import "context"
+
+// Kinds of fan-out message.
+const (
+	FanoutNotification = "notification" // a stored notification to deliver
+	FanoutRead         = "read"         // a user marked notifications read
+	FanoutGrants       = "grants"       // a user's organisation or teams changed
+)
+
+// FanoutMessage travels from the instance where something happened to the
+// WebSocket hubs of every instance.
+type FanoutMessage struct {
+	Kind         string        `json:"kind"`
+	Notification *Notification `json:"notification,omitempty"` // FanoutNotification
+	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants
+	IDs          []string      `json:"ids,omitempty"`          // FanoutRead
+}
+
+// Fanout carries messages to every subscriber on every instance, this one
+// included. Implementations: in-process (one instance) and Redis pub/sub
+// (many); both pass the suite in internal/fanout/fanouttest.
+type Fanout interface {
+	// Publish hands m to every subscriber. Messages published one after the
+	// other by one goroutine arrive in that order.
+	Publish(ctx context.Context, m FanoutMessage) error
+	// Subscribe calls deliver with every message published from now on,
+	// from a single goroutine, until ctx ends. It returns once the
+	// subscription is in place, so a message published after it returns is
+	// delivered. When the implementation may have missed messages (a broken
+	// connection), it calls lost once it is subscribed again, so that the
+	// subscriber can make its clients catch up from the store.
+	Subscribe(ctx context.Context, deliver func(FanoutMessage), lost func()) error
+}
