@@ -1,0 +1,64 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/perch-dev/perch"
+)
+
+// Notifications returns the user's notifications after the one with id since,
+// oldest first, or the newest page when since is "". A limit of 0 leaves the
+// page size to the server.
+func (c *Client) Notifications(ctx context.Context, since string, limit int) ([]*perch.Notification, error) {
+	q := url.Values{}
+	if since != "" {
+		q.Set("since", since)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []*perch.Notification
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/notifications", query: q, out: &out}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MarkRead marks notifications read for the user; the user's other clients
+// hear of it (EventRead). Marking none sends nothing.
+func (c *Client) MarkRead(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/notifications/read", body: map[string][]string{"ids": ids}})
+}
+
+// MarkAllRead marks every notification of the user read.
+func (c *Client) MarkAllRead(ctx context.Context) error {
+	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/notifications/read", body: map[string]bool{"all": true}})
+}
+
+// InboundEvent is what the generic receiver takes. Only Title is required;
+// the server defaults Tab to "Inbound" and Severity to info.
+type InboundEvent struct {
+	Tab      string `json:"tab,omitempty"`
+	Title    string `json:"title"`
+	Message  string `json:"message,omitempty"`
+	Severity string `json:"severity,omitempty"` // perch.SeverityInfo, SeverityWarning or SeverityError
+}
+
+// Send delivers e through the generic receiver (POST /webhooks/inbound) with
+// a webhook token (whk_...), which decides who gets it. With webhookToken ""
+// the event is a broadcast, if the server allows those. It returns once the
+// server has stored the notification. Errors: EBADREQUEST (no title),
+// EUNAUTHORIZED or EFORBIDDEN (the token).
+func (c *Client) Send(ctx context.Context, webhookToken string, e InboundEvent) error {
+	q := url.Values{}
+	if webhookToken != "" {
+		q.Set("token", webhookToken)
+	}
+	return c.do(ctx, request{method: http.MethodPost, path: "/webhooks/inbound", query: q, body: e, anonymous: true})
+}
