@@ -14,6 +14,9 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/server"
@@ -68,6 +71,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+
+	// Events: the hub hears everything fan-out carries; the writer stores and
+	// publishes. Both outlive the HTTP server's drain, which still needs them.
+	fan := fanout.NewLocal()
+	h := hub.New()
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	defer unsubscribe()
+	if err := fan.Subscribe(subCtx, h.Deliver, func() { h.DropAll(hub.ReasonLost) }); err != nil {
+		return err
+	}
+	writer := ingest.New(st, fan, logger)
+	writerCtx, stopWriter := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() { writer.Run(writerCtx); close(writerDone) }()
+	defer func() { stopWriter(); <-writerDone }()
+
 	srv := server.New(server.Options{
 		Store:          st,
 		Logger:         logger,
@@ -79,6 +98,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		UserLimit:      c.UserLimit,
 		AuthLimit:      c.AuthLimit,
 		PasswordParams: auth.DefaultParams,
+		Fanout:         fan,
+		Hub:            h,
+		Ingest:         writer,
+
+		AnonymousBroadcast: c.AnonymousBroadcast,
+		BroadcastLimit:     c.UserLimit,
+		GitHubSecret:       c.GitHubSecret,
+		PagerDutySecret:    c.PagerDutySecret,
 	})
 
 	ln, err := net.Listen("tcp", c.Listen)
@@ -95,7 +122,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
 
-	go pruneSessions(ctx, st, logger)
+	go prune(ctx, st, c.Retention, logger)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -138,20 +165,26 @@ func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, e
 	return mail.NewMailer(mail.StaticSource(cfg, true), st, logger), nil
 }
 
-// pruneSessions deletes expired sign-in tokens every hour.
-func pruneSessions(ctx context.Context, st *store.Store, logger *slog.Logger) {
-	t := time.NewTicker(time.Hour)
+// prune deletes expired sign-in tokens and notifications past retention,
+// every ten minutes until ctx ends.
+func prune(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := st.PruneSessions(ctx); err != nil {
-				logger.Warn("pruning sessions failed", "err", err)
-			} else if n > 0 {
-				logger.Info("pruned expired sign-in tokens", "count", n)
-			}
+		}
+		if n, err := st.PruneSessions(ctx); err != nil {
+			logger.Warn("pruning sessions failed", "err", err)
+		} else if n > 0 {
+			logger.Info("pruned expired sign-in tokens", "count", n)
+		}
+		if n, err := st.PruneNotifications(ctx, time.Now().Add(-retention).UnixMilli()); err != nil {
+			logger.Warn("pruning notifications failed", "err", err)
+		} else if n > 0 {
+			logger.Info("pruned notifications past retention", "count", n, "retention", retention)
 		}
 	}
 }

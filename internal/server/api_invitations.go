@@ -82,9 +82,11 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 	if in.Token == "" {
 		return perch.Problems{"token": "is required"}.Err()
 	}
-	org, err := s.store.AcceptInvitation(r.Context(), auth.HashToken(in.Token), principal(r).User)
+	u := principal(r).User
+	org, err := s.store.AcceptInvitation(r.Context(), auth.HashToken(in.Token), u)
 	if err != nil {
 		return err
 	}
+	s.grantsChanged(r.Context(), u.ID)
 	return respond(w, http.StatusOK, org)
 }

@@ -86,5 +86,6 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.RemoveMember(r.Context(), actor.OrgID, target.ID); err != nil {
 		return err
 	}
+	s.grantsChanged(r.Context(), target.ID)
 	return noContent(w)
 }

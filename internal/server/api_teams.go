@@ -73,8 +73,16 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteTeam(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
+	orgID := principal(r).User.OrgID
+	team, err := s.store.Team(r.Context(), orgID, r.PathValue("id"))
+	if err != nil {
 		return err
+	}
+	if err := s.store.DeleteTeam(r.Context(), orgID, team.ID); err != nil {
+		return err
+	}
+	for _, m := range team.Members {
+		s.grantsChanged(r.Context(), m.ID)
 	}
 	return noContent(w)
 }
@@ -85,6 +93,7 @@ func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.AddTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
+	s.grantsChanged(r.Context(), r.PathValue("userId"))
 	return noContent(w)
 }
 
@@ -92,6 +101,7 @@ func (s *Server) removeTeamMember(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.RemoveTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
+	s.grantsChanged(r.Context(), r.PathValue("userId"))
 	return noContent(w)
 }
 

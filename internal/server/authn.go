@@ -90,25 +90,33 @@ func (s *Server) perIP(next http.Handler) http.Handler {
 // limit. Every limited response carries the X-RateLimit-* headers.
 func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Request) string) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		res, err := s.limiter.Allow(r.Context(), key(r), l)
-		if err != nil {
-			// A broken limiter must not take the API down with it.
-			s.log.Warn("rate limiter unavailable; request allowed", "err", err, "request_id", requestID(r))
-			next.ServeHTTP(w, r)
-			return nil
-		}
-		h := w.Header()
-		h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(res.ResetAfter).Unix()+1, 10))
-		if !res.Allowed {
-			retry := int(math.Ceil(res.RetryAfter.Seconds()))
-			h.Set("Retry-After", strconv.Itoa(max(1, retry)))
-			return perch.Errorf(perch.ERATELIMITED, "Too many requests; try again in %s.", time.Duration(max(1, retry))*time.Second)
+		if err := s.allowRate(w, r, l, key(r)); err != nil {
+			return err
 		}
 		next.ServeHTTP(w, r)
 		return nil
 	})
+}
+
+// allowRate counts one request against key, sets the X-RateLimit-* headers
+// and returns a rate_limited error past the limit.
+func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, l perch.Limit, key string) error {
+	res, err := s.limiter.Allow(r.Context(), key, l)
+	if err != nil {
+		// A broken limiter must not take the API down with it.
+		s.log.Warn("rate limiter unavailable; request allowed", "err", err, "request_id", requestID(r))
+		return nil
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(s.now().Add(res.ResetAfter).Unix()+1, 10))
+	if !res.Allowed {
+		retry := max(1, int(math.Ceil(res.RetryAfter.Seconds())))
+		h.Set("Retry-After", strconv.Itoa(retry))
+		return perch.Errorf(perch.ERATELIMITED, "Too many requests; try again in %s.", time.Duration(retry)*time.Second)
+	}
+	return nil
 }
 
 // clientIP is the address of the party that sent the request: the peer, or,

@@ -16,6 +16,9 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/ratelimit"
@@ -53,16 +56,32 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	cfg.From = "Perch <perch@example.com>"
 	logger := slog.New(slog.NewTextHandler(logs, nil))
+	fan := fanout.NewLocal()
+	h := hub.New()
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	if err := fan.Subscribe(subCtx, h.Deliver, func() { h.DropAll(hub.ReasonLost) }); err != nil {
+		t.Fatal(err)
+	}
+	writer := ingest.New(s, fan, logger)
+	writerCtx, stopWriter := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() { writer.Run(writerCtx); close(writerDone) }()
+	t.Cleanup(func() { stopWriter(); <-writerDone; unsubscribe() })
 	o := Options{
-		Store:          s,
-		Logger:         logger,
-		Mailer:         mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
-		Limiter:        limits,
-		BaseURL:        "http://perch.test",
-		AdminEmails:    []string{"root@example.com"},
-		UserLimit:      perch.Limit{Count: 1000, Period: time.Minute},
-		AuthLimit:      perch.Limit{Count: 1000, Period: time.Minute},
-		PasswordParams: fastHashes,
+		Store:              s,
+		Logger:             logger,
+		Fanout:             fan,
+		Hub:                h,
+		Ingest:             writer,
+		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
+		AnonymousBroadcast: true,
+		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
+		Limiter:            limits,
+		BaseURL:            "http://perch.test",
+		AdminEmails:        []string{"root@example.com"},
+		UserLimit:          perch.Limit{Count: 1000, Period: time.Minute},
+		AuthLimit:          perch.Limit{Count: 1000, Period: time.Minute},
+		PasswordParams:     fastHashes,
 	}
 	for _, f := range adjust {
 		f(&o)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/senders"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -53,6 +54,22 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/org/invitations", s.allowed(perch.ManageInvitations, s.createInvitation))
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
 	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
+
+	// Events: webhook tokens, the receivers (spec path, then the real name),
+	// the history and the live feed.
+	m.Handle("GET /api/v1/webhook-tokens", s.signedIn(s.listWebhookTokens))
+	m.Handle("POST /api/v1/webhook-tokens", s.signedIn(s.createWebhookToken))
+	m.Handle("DELETE /api/v1/webhook-tokens/{id}", s.signedIn(s.deleteWebhookToken))
+	m.Handle("POST /webhooks/inbound", s.receiver(perch.SenderInbound, parseInbound))
+	m.Handle("POST /webhooks/incidents", s.receiver(perch.SenderIncidents, senders.PagerDuty))
+	m.Handle("POST /webhooks/pagerduty", s.receiver(perch.SenderIncidents, senders.PagerDuty))
+	m.Handle("POST /webhooks/code-host", s.receiver(perch.SenderCodeHost, senders.GitHub))
+	m.Handle("POST /webhooks/github", s.receiver(perch.SenderCodeHost, senders.GitHub))
+	m.Handle("POST /webhooks/monitoring", s.receiver(perch.SenderMonitoring, senders.Datadog))
+	m.Handle("POST /webhooks/datadog", s.receiver(perch.SenderMonitoring, senders.Datadog))
+	m.Handle("GET /api/v1/notifications", s.signedIn(s.listNotifications))
+	m.Handle("POST /api/v1/notifications/read", s.signedIn(s.markRead))
+	m.Handle("GET /ws", s.handle(s.websocket))
 
 	// Plans and announcements.
 	m.Handle("GET /api/v1/billing/plans", s.handle(s.listPlans))

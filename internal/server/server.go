@@ -17,6 +17,8 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/store"
 )
@@ -30,6 +32,12 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Mailer sends account and invitation mail.
 	Mailer mail.Sender
+	// Fanout carries notifications, read receipts and changes of access to
+	// every instance; Hub is this instance's connected clients, subscribed to
+	// Fanout by the caller; Ingest stores accepted events.
+	Fanout perch.Fanout
+	Hub    *hub.Hub
+	Ingest *ingest.Writer
 
 	BaseURL        string
 	AdminEmails    []string       // platform admins by address, besides those granted in the store
@@ -37,6 +45,11 @@ type Options struct {
 	UserLimit      perch.Limit    // per signed-in user, on authenticated endpoints
 	AuthLimit      perch.Limit    // per client IP, on sign-in endpoints
 	PasswordParams auth.Params
+
+	AnonymousBroadcast bool        // token-less receiver calls broadcast (else 401)
+	BroadcastLimit     perch.Limit // per client IP, on token-less receiver calls
+	GitHubSecret       string      // checks X-Hub-Signature-256 when set
+	PagerDutySecret    string      // checks X-PagerDuty-Signature when set
 }
 
 // Server is Perch's HTTP handler.
@@ -52,6 +65,10 @@ type Server struct {
 	now     func() time.Time
 	mailer  mail.Sender
 	mailing sync.WaitGroup // mail being sent in the background
+	fanout  perch.Fanout
+	hub     *hub.Hub
+	ingest  *ingest.Writer
+	sockets sync.WaitGroup // WebSocket connections being served
 }
 
 // New returns a Server with every route in place.
@@ -69,6 +86,9 @@ func New(o Options) *Server {
 		mux:     http.NewServeMux(),
 		now:     time.Now,
 		mailer:  o.Mailer,
+		fanout:  o.Fanout,
+		hub:     o.Hub,
+		ingest:  o.Ingest,
 	}
 	for _, e := range o.AdminEmails {
 		s.admins[perch.NormalizeEmail(e)] = true
@@ -81,10 +101,15 @@ func New(o Options) *Server {
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Close waits for background work (mail being sent) to finish, or for ctx.
+// Close ends what the HTTP server's Shutdown does not: it closes every
+// WebSocket with 1001 (going away) so clients reconnect elsewhere, and waits
+// for those connections and for mail being sent, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
+	if s.hub != nil {
+		s.hub.DropAll(hub.ReasonShutdown)
+	}
 	done := make(chan struct{})
-	go func() { s.mailing.Wait(); close(done) }()
+	go func() { s.sockets.Wait(); s.mailing.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -1,0 +1,281 @@
+// Command loadgen drives a running Perch server over loopback for the
+// figures of the events issue; scripts/load-events.sh runs it. It is a
+// development tool, not part of the perch binary. Every mode is bounded in
+// count and time.
+//
+//	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
+//	loadgen latency -base URL -token pat_ -webhook whk_ -clients 1000 -rate 1000 -seconds 10
+//	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
+//	loadgen idle    -base URL -token pat_ -clients 5000 -pid PID
+//	loadgen hold    -base URL -token pat_ -clients 1 -seconds 12  stay connected, then count what arrived
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:18281", "trivial: listen address")
+	base := fs.String("base", "http://127.0.0.1:18181", "Perch base URL")
+	token := fs.String("token", "", "API token the WebSocket clients sign in with")
+	webhook := fs.String("webhook", "", "inbound webhook token (org scope) to post with")
+	clients := fs.Int("clients", 1000, "WebSocket clients to connect")
+	rate := fs.Int("rate", 1000, "latency: events per second")
+	seconds := fs.Int("seconds", 10, "latency: how long to post")
+	pid := fs.Int("pid", 0, "idle: the server's process id, to read its memory")
+	fs.Parse(os.Args[2:])
+
+	var err error
+	switch os.Args[1] {
+	case "trivial":
+		err = http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"received":true}`))
+		}))
+	case "latency":
+		err = latency(*base, *token, *webhook, *clients, *rate, time.Duration(*seconds)*time.Second)
+	case "fanout":
+		err = fanout(*base, *token, *webhook, *clients)
+	case "idle":
+		err = idle(*base, *token, *clients, *pid)
+	case "hold":
+		err = hold(*base, *token, *clients, time.Duration(*seconds)*time.Second)
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// client is one WebSocket connection that reports each notification's
+// arrival time by title.
+type client struct{ conn *websocket.Conn }
+
+func connect(ctx context.Context, base, token string, n int, onFrame func(title string, at time.Time)) ([]*client, error) {
+	u := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	out := make([]*client, n)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	sem := make(chan struct{}, 64)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			conn, _, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			conn.SetReadLimit(1 << 20)
+			// Wait for ready, so that every client is live before the load.
+			if _, _, err := conn.Read(dctx); err != nil {
+				failed.Add(1)
+				return
+			}
+			out[i] = &client{conn: conn}
+			go func() {
+				for {
+					_, data, err := conn.Read(ctx)
+					if err != nil {
+						return
+					}
+					at := time.Now()
+					var f struct {
+						Type string `json:"type"`
+						Data struct {
+							Title string `json:"title"`
+						} `json:"data"`
+					}
+					if json.Unmarshal(data, &f) == nil && f.Type == "notification" && onFrame != nil {
+						onFrame(f.Data.Title, at)
+					}
+				}
+			}()
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return nil, fmt.Errorf("%d of %d clients failed to connect", f, n)
+	}
+	return out, nil
+}
+
+func post(base, webhook, title string) error {
+	body, _ := json.Marshal(map[string]string{"title": title, "tab": "Load"})
+	res, err := http.Post(base+"/webhooks/inbound?token="+webhook, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		return fmt.Errorf("post: status %d", res.StatusCode)
+	}
+	return nil
+}
+
+// latency posts at a steady rate and measures, for every (event, client)
+// pair, the time from just before the POST to the frame's arrival.
+func latency(base, token, webhook string, n, rate int, d time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	sent := map[string]time.Time{}
+	var lat []time.Duration
+	clients, err := connect(ctx, base, token, n, func(title string, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t0, ok := sent[title]; ok {
+			lat = append(lat, at.Sub(t0))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("connected %d clients\n", len(clients))
+	total := rate * int(d/time.Second)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	start := time.Now()
+	for i := range total {
+		<-tick.C
+		title := "e" + strconv.Itoa(i)
+		mu.Lock()
+		sent[title] = time.Now()
+		mu.Unlock()
+		wg.Go(func() {
+			if post(base, webhook, title) != nil {
+				errs.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	want := total * n
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		got := len(lat)
+		mu.Unlock()
+		if got >= want {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return fmt.Errorf("no frames arrived")
+	}
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
+	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), want)
+	fmt.Printf("POST-to-frame latency: p50 %s  p90 %s  p99 %s  max %s\n", q(0.50), q(0.90), q(0.99), lat[len(lat)-1])
+	return nil
+}
+
+// fanout posts one org-scoped event and measures the time until every
+// client has it, over several rounds.
+func fanout(base, token, webhook string, n int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Int64
+	done := make(chan time.Time, 1)
+	if _, err := connect(ctx, base, token, n, func(title string, at time.Time) {
+		if got.Add(1) == int64(n) {
+			done <- at
+		}
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("connected %d clients\n", n)
+	var rounds []time.Duration
+	for i := range 5 {
+		got.Store(0)
+		t0 := time.Now()
+		if err := post(base, webhook, "fanout"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+		select {
+		case at := <-done:
+			rounds = append(rounds, at.Sub(t0))
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
+		}
+	}
+	slices.Sort(rounds)
+	fmt.Printf("one org event to all %d clients: median %s (rounds %v)\n", n, rounds[len(rounds)/2], rounds)
+	return nil
+}
+
+// idle connects clients that then do nothing, and reports the server's
+// resident memory per connection.
+func idle(base, token string, n, pid int) error {
+	if pid == 0 {
+		return fmt.Errorf("-pid is required")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before, err := rss(pid)
+	if err != nil {
+		return err
+	}
+	if _, err := connect(ctx, base, token, n, nil); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // let the server's allocations settle
+	after, err := rss(pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle connections: %d; server RSS %d KiB -> %d KiB: %.1f KiB per connection\n", n, before, after, float64(after-before)/float64(n))
+	return nil
+}
+
+func rss(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// hold keeps clients connected for d and reports how many frames arrived.
+func hold(base, token string, n int, d time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Int64
+	if _, err := connect(ctx, base, token, n, func(string, time.Time) { got.Add(1) }); err != nil {
+		return err
+	}
+	fmt.Printf("holding %d clients for %s\n", n, d)
+	time.Sleep(d)
+	fmt.Printf("held clients received %d notifications\n", got.Load())
+	return nil
+}

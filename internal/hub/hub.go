@@ -1,0 +1,207 @@
+// Package hub keeps this instance's connected clients and delivers fan-out
+// messages to the ones they concern. Each notification is encoded once,
+// whatever the number of clients, and handed to each client's bounded queue
+// without waiting: a client too slow to keep up is cut off, never allowed to
+// hold up the others.
+package hub
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/perch-dev/perch"
+)
+
+// Frame is one WebSocket text message for a client, with the notification id
+// it carries (0 for other frames), so a client replaying history can skip
+// what it has sent already.
+type Frame struct {
+	ID   int64
+	Data []byte
+}
+
+// Client is one connection's place in the hub.
+type Client struct {
+	Audience perch.Audience
+	// Frames is the client's queue; the connection's writer drains it.
+	Frames chan Frame
+	// Gone is closed when the hub drops the client: too slow, or its grants
+	// changed (it must reconnect to get its new audience).
+	Gone chan struct{}
+	// Reason says why Gone was closed.
+	Reason string
+
+	once sync.Once
+}
+
+// NewClient returns a client with a queue of size frames.
+func NewClient(a perch.Audience, size int) *Client {
+	return &Client{Audience: a, Frames: make(chan Frame, size), Gone: make(chan struct{})}
+}
+
+func (c *Client) drop(reason string) {
+	c.once.Do(func() {
+		c.Reason = reason
+		close(c.Gone)
+	})
+}
+
+// Reasons a client is dropped.
+const (
+	ReasonSlow     = "too slow to keep up"
+	ReasonGrants   = "access changed; reconnect"
+	ReasonShutdown = "server shutting down; reconnect"
+	ReasonLost     = "live delivery interrupted; reconnect"
+)
+
+type set map[*Client]struct{}
+
+// Hub is the registry. It is safe for concurrent use.
+type Hub struct {
+	mu     sync.RWMutex
+	all    set
+	byUser map[string]set
+	byOrg  map[string]set
+	byTeam map[string]set
+}
+
+// New returns an empty hub.
+func New() *Hub {
+	return &Hub{all: set{}, byUser: map[string]set{}, byOrg: map[string]set{}, byTeam: map[string]set{}}
+}
+
+// Add registers c; from now on it receives what concerns its audience.
+func (h *Hub) Add(c *Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.all[c] = struct{}{}
+	add(h.byUser, c.Audience.UserID, c)
+	add(h.byOrg, c.Audience.OrgID, c)
+	for _, t := range c.Audience.TeamIDs {
+		add(h.byTeam, t, c)
+	}
+}
+
+// Remove unregisters c.
+func (h *Hub) Remove(c *Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.all, c)
+	remove(h.byUser, c.Audience.UserID, c)
+	remove(h.byOrg, c.Audience.OrgID, c)
+	for _, t := range c.Audience.TeamIDs {
+		remove(h.byTeam, t, c)
+	}
+}
+
+// Len is the number of connected clients.
+func (h *Hub) Len() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.all)
+}
+
+func add(m map[string]set, key string, c *Client) {
+	s := m[key]
+	if s == nil {
+		s = set{}
+		m[key] = s
+	}
+	s[c] = struct{}{}
+}
+
+func remove(m map[string]set, key string, c *Client) {
+	if s := m[key]; s != nil {
+		delete(s, c)
+		if len(s) == 0 {
+			delete(m, key)
+		}
+	}
+}
+
+// wire is a server-to-client frame of DESIGN.md §7.
+type wire struct {
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
+// NotificationFrame encodes a notification frame.
+func NotificationFrame(n *perch.Notification) Frame {
+	id, _ := strconv.ParseInt(n.ID, 10, 64)
+	data, _ := json.Marshal(wire{Type: "notification", Data: n})
+	return Frame{ID: id, Data: data}
+}
+
+// ReadFrame encodes the frame that tells a user's clients what was read.
+func ReadFrame(ids []string) Frame {
+	data, _ := json.Marshal(wire{Type: "read", Data: map[string][]string{"ids": ids}})
+	return Frame{Data: data}
+}
+
+// ReadyFrame encodes the frame that ends a replay. lastID is the newest
+// notification the client has now (0: none), so a client that connected
+// without ?since= still knows where to resume after a drop.
+func ReadyFrame(replayed int, gap bool, lastID int64) Frame {
+	d := map[string]any{"replayed": replayed, "gap": gap}
+	if lastID > 0 {
+		d["last_id"] = strconv.FormatInt(lastID, 10)
+	}
+	data, _ := json.Marshal(wire{Type: "ready", Data: d})
+	return Frame{Data: data}
+}
+
+// Deliver hands a fan-out message to the clients it concerns. It never
+// blocks: it is the fan-out subscriber for the whole instance.
+func (h *Hub) Deliver(m perch.FanoutMessage) {
+	switch m.Kind {
+	case perch.FanoutNotification:
+		if m.Notification == nil {
+			return
+		}
+		f := NotificationFrame(m.Notification)
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		switch s := m.Notification.Scope; s.Type {
+		case perch.ScopeAll:
+			offerAll(h.all, f)
+		case perch.ScopeUser:
+			offerAll(h.byUser[s.ID], f)
+		case perch.ScopeOrg:
+			offerAll(h.byOrg[s.ID], f)
+		case perch.ScopeTeam:
+			offerAll(h.byTeam[s.ID], f)
+		}
+	case perch.FanoutRead:
+		f := ReadFrame(m.IDs)
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		offerAll(h.byUser[m.UserID], f)
+	case perch.FanoutGrants:
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		for c := range h.byUser[m.UserID] {
+			c.drop(ReasonGrants)
+		}
+	}
+}
+
+// DropAll drops every client with reason, as on shutdown or when fan-out
+// may have lost messages: clients reconnect and replay from the store.
+func (h *Hub) DropAll(reason string) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for c := range h.all {
+		c.drop(reason)
+	}
+}
+
+func offerAll(s set, f Frame) {
+	for c := range s {
+		select {
+		case c.Frames <- f:
+		default:
+			c.drop(ReasonSlow)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+// Package ingest stores accepted events and hands them to fan-out. One
+// goroutine does the writing: it gathers whatever deliveries are waiting into
+// one transaction (group commit), answers each caller once that transaction
+// has committed, and then publishes the new notifications in id order.
+// Concurrency thus costs fewer transactions, not more, and fan-out order is
+// commit order.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// MaxBatch bounds how many notifications share one transaction.
+const MaxBatch = 256
+
+// ErrStopped is returned for writes after the writer stopped.
+var ErrStopped = errors.New("ingest: writer stopped")
+
+// Writer is the group-commit writer. Create it with New and run it with Run.
+type Writer struct {
+	store  *store.Store
+	fanout perch.Fanout
+	log    *slog.Logger
+	reqs   chan *request
+	done   chan struct{}
+}
+
+type request struct {
+	batch []store.NewNotification
+	reply chan reply
+}
+
+type reply struct {
+	stored []store.Stored
+	err    error
+}
+
+// New returns a writer that stores into st and publishes to f.
+func New(st *store.Store, f perch.Fanout, logger *slog.Logger) *Writer {
+	return &Writer{store: st, fanout: f, log: logger, reqs: make(chan *request, MaxBatch), done: make(chan struct{})}
+}
+
+// Write stores the notifications (in one transaction with whatever else is
+// waiting) and returns them with their ids once committed. A notification
+// whose DedupeKey was stored before comes back marked Duplicate and is not
+// published again.
+func (w *Writer) Write(ctx context.Context, batch ...store.NewNotification) ([]store.Stored, error) {
+	r := &request{batch: batch, reply: make(chan reply, 1)}
+	select {
+	case w.reqs <- r:
+	case <-w.done:
+		return nil, ErrStopped
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case rep := <-r.reply:
+		return rep.stored, rep.err
+	case <-w.done:
+		// Run answers everything it took before it returns; a request it did
+		// not take is answered here.
+		select {
+		case rep := <-r.reply:
+			return rep.stored, rep.err
+		default:
+			return nil, ErrStopped
+		}
+	}
+}
+
+// Run writes until ctx ends, then answers what is still queued and returns.
+func (w *Writer) Run(ctx context.Context) {
+	defer close(w.done)
+	for {
+		select {
+		case r := <-w.reqs:
+			w.commit(r)
+		case <-ctx.Done():
+			for {
+				select {
+				case r := <-w.reqs:
+					w.commit(r)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// commit writes first and every request waiting behind it, up to MaxBatch
+// notifications, in one transaction.
+func (w *Writer) commit(first *request) {
+	reqs := []*request{first}
+	n := len(first.batch)
+gather:
+	for n < MaxBatch {
+		select {
+		case r := <-w.reqs:
+			reqs = append(reqs, r)
+			n += len(r.batch)
+		default:
+			break gather
+		}
+	}
+	all := make([]store.NewNotification, 0, n)
+	for _, r := range reqs {
+		all = append(all, r.batch...)
+	}
+	// The transaction must not die with one caller's request: the context
+	// of a writer is its own.
+	stored, err := w.store.InsertNotifications(context.Background(), all)
+	if err != nil {
+		w.log.Error("storing notifications failed", "count", len(all), "err", err)
+	}
+	i := 0
+	for _, r := range reqs {
+		if err != nil {
+			r.reply <- reply{err: err}
+			continue
+		}
+		r.reply <- reply{stored: stored[i : i+len(r.batch)]}
+		i += len(r.batch)
+	}
+	if err != nil {
+		return
+	}
+	for _, s := range stored {
+		if s.Duplicate {
+			continue
+		}
+		n := s.Notification
+		if err := w.fanout.Publish(context.Background(), perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &n}); err != nil {
+			// Stored is what counts: clients catch up through ?since=.
+			w.log.Warn("publishing a notification failed; clients will catch up on reconnect", "id", n.ID, "err", err)
+		}
+	}
+}

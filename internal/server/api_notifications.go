@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/perch-dev/perch"
+)
+
+// History page sizes.
+const (
+	defaultHistoryLimit = 50
+	maxHistoryLimit     = 500
+)
+
+// listNotifications: ?since=<id> pages forward (oldest first); without it,
+// the newest page.
+func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error {
+	limit := defaultHistoryLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxHistoryLimit {
+			return perch.Errorf(perch.EBADREQUEST, "limit must be a whole number from 1 to %d.", maxHistoryLimit)
+		}
+		limit = n
+	}
+	list, err := s.store.Notifications(r.Context(), principal(r).User, r.URL.Query().Get("since"), limit)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, list)
+}
+
+// markRead takes {"ids": [...]} or {"all": true}; every client of the user
+// hears of it.
+func (s *Server) markRead(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		IDs []string `json:"ids"`
+		All bool     `json:"all"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if !in.All && len(in.IDs) == 0 {
+		return perch.Problems{"ids": `give the ids to mark read, or "all": true`}.Err()
+	}
+	if len(in.IDs) > maxHistoryLimit {
+		return perch.Errorf(perch.EBADREQUEST, "At most %d ids at once.", maxHistoryLimit)
+	}
+	marked, err := s.readAndTell(r.Context(), principal(r).User, in.IDs, in.All)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, map[string][]string{"ids": marked})
+}
+
+// readAndTell marks notifications read and tells the user's clients.
+func (s *Server) readAndTell(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error) {
+	marked, err := s.store.MarkRead(ctx, u, ids, all)
+	if err != nil || len(marked) == 0 {
+		return marked, err
+	}
+	if err := s.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutRead, UserID: u.ID, IDs: marked}); err != nil {
+		s.log.Warn("publishing read state failed", "user", u.ID, "err", err)
+	}
+	return marked, nil
+}
+
+// grantsChanged tells the user's connected clients to reconnect, so that
+// they receive by their new organisation and teams from then on.
+func (s *Server) grantsChanged(ctx context.Context, userID string) {
+	if err := s.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: userID}); err != nil {
+		s.log.Warn("publishing a change of grants failed", "user", userID, "err", err)
+	}
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/senders"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// parser turns one delivery into events; see internal/senders.
+type parser func(h http.Header, body []byte) (senders.Result, error)
+
+// receiver serves one sender's webhook: it authenticates the token (or, with
+// none, broadcasts when that is allowed), checks the sender's signature,
+// parses, stores durably, and only then answers 200.
+func (s *Server) receiver(sender string, parse parser) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err // over the size limit: 413
+		}
+		scope, tokenID, err := s.webhookAudience(w, r, sender)
+		if err != nil {
+			return err
+		}
+		if err := s.verifySignature(sender, r.Header, body); err != nil {
+			return err
+		}
+		res, err := parse(r.Header, body)
+		if err != nil {
+			return err
+		}
+		if res.Ignored != "" {
+			writeJSON(w, http.StatusOK, map[string]any{"received": true, "ignored": res.Ignored})
+			return nil
+		}
+		batch := make([]store.NewNotification, len(res.Events))
+		idem := r.Header.Get("Idempotency-Key")
+		for i, e := range res.Events {
+			key := e.DeliveryID
+			if idem != "" {
+				key = idem
+				if len(res.Events) > 1 {
+					key += ":" + strconv.Itoa(i)
+				}
+			}
+			if key != "" {
+				key = tokenID + "|" + e.Source + "|" + key
+			}
+			batch[i] = store.NewNotification{DedupeKey: key, Notification: perch.Notification{
+				Tab: e.Tab, Title: e.Title, Message: e.Message, Severity: e.Severity, Source: e.Source, URL: e.URL, Scope: scope,
+			}}
+		}
+		stored, err := s.ingest.Write(r.Context(), batch...)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(stored))
+		duplicate := true
+		for i, st := range stored {
+			ids[i] = st.Notification.ID
+			duplicate = duplicate && st.Duplicate
+		}
+		out := map[string]any{"received": true, "ids": ids}
+		if duplicate {
+			out["duplicate"] = true
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
+}
+
+// webhookAudience decides who a delivery is for, from its token. Without a
+// token the delivery is a broadcast to everyone, when the server allows that,
+// and limited per client IP.
+func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, sender string) (perch.Scope, string, error) {
+	raw := r.URL.Query().Get("token")
+	if raw == "" {
+		if !s.opts.AnonymousBroadcast {
+			return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "A webhook token is required: add ?token=whk_… to the URL.")
+		}
+		if err := s.allowRate(w, r, s.opts.BroadcastLimit, "broadcast-ip:"+s.clientIP(r).String()); err != nil {
+			return perch.Scope{}, "", err
+		}
+		// Anonymous redeliveries are recognised per client address, so one
+		// sender's keys cannot suppress another's broadcasts.
+		return perch.Scope{Type: perch.ScopeAll}, "anonymous:" + s.clientIP(r).String(), nil
+	}
+	if !strings.HasPrefix(raw, perch.WebhookTokenPrefix) {
+		return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "The token is not a webhook token (whk_…).")
+	}
+	t, err := s.store.WebhookTokenByHash(r.Context(), auth.HashToken(raw))
+	if err != nil {
+		return perch.Scope{}, "", err
+	}
+	if t.Sender != sender {
+		return perch.Scope{}, "", perch.Errorf(perch.EFORBIDDEN, "This token is for the %s receiver (/webhooks/%s), not %s.", t.Sender, t.Sender, sender)
+	}
+	if t.LastUsedAt == nil || s.now().Sub(*t.LastUsedAt) >= time.Minute {
+		if err := s.store.TouchWebhookToken(r.Context(), t.ID, time.Minute); err != nil {
+			return perch.Scope{}, "", err
+		}
+	}
+	return t.Audience(), t.ID, nil
+}
+
+var errBadSignature = perch.Errorf(perch.EUNAUTHORIZED, "The delivery's signature is missing or wrong.")
+
+// verifySignature checks the sender's HMAC when a secret is configured.
+func (s *Server) verifySignature(sender string, h http.Header, body []byte) error {
+	switch {
+	case sender == perch.SenderCodeHost && s.opts.GitHubSecret != "":
+		if !senders.VerifyGitHubSignature([]byte(s.opts.GitHubSecret), h.Get("X-Hub-Signature-256"), body) {
+			return errBadSignature
+		}
+	case sender == perch.SenderIncidents && s.opts.PagerDutySecret != "":
+		if !senders.VerifyPagerDutySignature([]byte(s.opts.PagerDutySecret), h.Get("X-PagerDuty-Signature"), body) {
+			return errBadSignature
+		}
+	}
+	return nil
+}
+
+func parseInbound(_ http.Header, body []byte) (senders.Result, error) { return senders.Inbound(body) }

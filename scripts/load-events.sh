@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The events figures, in one run on this machine (loopback only, bounded):
+#  1. ingest throughput of POST /webhooks/inbound with one subscribed client,
+#     as a ratio to a trivial net/http handler under the same wrk load;
+#  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
+#  3. time for one org-scoped event to reach every one of many clients;
+#  4. server memory per idle WebSocket connection.
+# Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+port=18181
+trivial_port=18281
+dir=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+go build -o "$dir/perch" ./cmd/perch
+go build -o "$dir/loadgen" ./bench/loadgen
+PERCH_LISTEN=127.0.0.1:$port PERCH_DATABASE_URL="$dir/perch.db" PERCH_LOG_LEVEL=warn \
+  PERCH_RATE_LIMIT_AUTH=100000/1m PERCH_RATE_LIMIT_USER=100000000/1m \
+  "$dir/perch" serve >/dev/null 2>"$dir/serve.log" &
+server=$!
+pids+=("$server")
+"$dir/loadgen" trivial -addr 127.0.0.1:$trivial_port &
+pids+=($!)
+base=http://127.0.0.1:$port
+for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && curl -sf "http://127.0.0.1:$trivial_port/" >/dev/null && break; sleep 0.1; done
+
+json() { sed "s/.*\"$1\":\"\([^\"]*\)\".*/\1/"; }
+access=$(curl -s -X POST "$base/api/v1/auth/register" \
+  -d '{"name":"Load","email":"load@example.com","password":"correct horse battery"}' | json access_token)
+token=$(curl -s -X POST "$base/api/v1/tokens" -H "Authorization: Bearer $access" -d '{"label":"load"}' | json raw_token)
+webhook=$(curl -s -X POST "$base/api/v1/webhook-tokens" -H "Authorization: Bearer $access" \
+  -d '{"label":"load","sender":"inbound","scope":"org"}' | json raw_token)
+
+cat >"$dir/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","tab":"Deploys"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+echo "== 4. memory (measured first, on the fresh server) per idle connection (5,000 clients)"
+"$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server"
+
+echo "== 1. ingest: wrk -t2 -c32 -d${secs}s, one subscribed client"
+"$dir/loadgen" hold -base "$base" -token "$token" -clients 1 -seconds $((secs + 3)) &
+holder=$!
+sleep 1
+trivial_rps=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
+perch_out=$(wrk -t2 -c32 -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhooks/inbound?token=$webhook")
+perch_rps=$(echo "$perch_out" | awk '/Requests\/sec/ {print $2}')
+echo "$perch_out" | grep -E 'Non-2xx|^ +50%|^ +99%' || true
+wait $holder
+echo "trivial handler: $trivial_rps req/s; perch ingest: $perch_rps req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*$perch_rps/$trivial_rps}")"
+
+echo "== 2. latency: 1,000 clients, 1,000 events/s for 10 s"
+"$dir/loadgen" latency -base "$base" -token "$token" -webhook "$webhook" -clients 1000 -rate 1000 -seconds 10
+
+echo "== 3. fan-out: one org event to 10,000 clients"
+"$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000
+

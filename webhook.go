@@ -1,0 +1,70 @@
+package perch
+
+import "time"
+
+// Senders a webhook token is made for; each has its receiver.
+const (
+	SenderIncidents  = "incidents"
+	SenderCodeHost   = "code-host"
+	SenderMonitoring = "monitoring"
+	SenderInbound    = "inbound"
+)
+
+// ValidSender reports whether s names a sender a token can be made for.
+func ValidSender(s string) bool {
+	return s == SenderIncidents || s == SenderCodeHost || s == SenderMonitoring || s == SenderInbound
+}
+
+// WebhookToken authenticates one sender's deliveries and decides who gets
+// them: its creator alone, a team, or the whole organisation.
+type WebhookToken struct {
+	ID          string     `json:"id"`
+	UserID      string     `json:"-"`
+	OrgID       string     `json:"-"`
+	Label       string     `json:"label"`
+	Sender      string     `json:"sender"`
+	Scope       string     `json:"scope"`
+	TeamID      *string    `json:"team_id"`
+	TokenPrefix string     `json:"token_prefix"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+}
+
+// Audience is the scope a token's notifications are addressed to.
+func (t *WebhookToken) Audience() Scope {
+	switch t.Scope {
+	case ScopeTeam:
+		return Scope{Type: ScopeTeam, ID: *t.TeamID}
+	case ScopeOrg:
+		return Scope{Type: ScopeOrg, ID: t.OrgID}
+	}
+	return Scope{Type: ScopeUser, ID: t.UserID}
+}
+
+// Audience is everything a signed-in user's clients receive: notifications
+// of scope user for them, team for their teams, org for their organisation,
+// and all.
+type Audience struct {
+	UserID  string
+	OrgID   string
+	TeamIDs []string
+}
+
+// Includes reports whether a notification of scope s reaches the audience.
+func (a *Audience) Includes(s Scope) bool {
+	switch s.Type {
+	case ScopeAll:
+		return true
+	case ScopeUser:
+		return s.ID == a.UserID
+	case ScopeOrg:
+		return s.ID == a.OrgID
+	case ScopeTeam:
+		for _, id := range a.TeamIDs {
+			if id == s.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
