@@ -4,7 +4,7 @@
 // count and time.
 //
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
-//	loadgen latency -base URL -token pat_ -webhook whk_ -clients 1000 -rate 1000 -seconds 10
+//	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -pid PID
 //	loadgen hold    -base URL -token pat_ -clients 1 -seconds 12  stay connected, then count what arrived
@@ -51,7 +51,7 @@ func main() {
 			w.Write([]byte(`{"received":true}`))
 		}))
 	case "latency":
-		err = latency(*base, *token, *webhook, *clients, *rate, time.Duration(*seconds)*time.Second)
+		err = latency(*base, *clients, *rate, time.Duration(*seconds)*time.Second)
 	case "fanout":
 		err = fanout(*base, *token, *webhook, *clients)
 	case "idle":
@@ -135,25 +135,88 @@ func post(base, webhook, title string) error {
 	return nil
 }
 
-// latency posts at a steady rate and measures, for every (event, client)
-// pair, the time from just before the POST to the frame's arrival.
-func latency(base, token, webhook string, n, rate int, d time.Duration) error {
+// user is a load account: an access token for its WebSocket client and a
+// user-scoped webhook token that addresses events to it alone.
+type user struct{ access, webhook string }
+
+// users registers n accounts, a few at a time.
+func users(base string, n int) ([]user, error) {
+	out := make([]user, n)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	sem := make(chan struct{}, 8)
+	call := func(path, bearer string, body any) (map[string]any, error) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer res.Body.Close()
+		var out struct {
+			Data map[string]any `json:"data"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode >= 300 {
+			return nil, fmt.Errorf("%s: status %d", path, res.StatusCode)
+		}
+		return out.Data, nil
+	}
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reg, err := call("/api/v1/auth/register", "", map[string]string{
+				"name": fmt.Sprintf("Load %d", i), "email": fmt.Sprintf("load%d-%d@example.com", i, time.Now().UnixNano()), "password": "correct horse battery"})
+			if err != nil {
+				failed.Store(err)
+				return
+			}
+			access := reg["access_token"].(string)
+			tok, err := call("/api/v1/webhook-tokens", access, map[string]string{"label": "load", "sender": "inbound", "scope": "user"})
+			if err != nil {
+				failed.Store(err)
+				return
+			}
+			out[i] = user{access: access, webhook: tok["raw_token"].(string)}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// latency connects one client for each of n users and posts at a steady
+// rate, each event to one user in turn, measuring from just before the POST
+// to the frame's arrival at that user's client.
+func latency(base string, n, rate int, d time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	accounts, err := users(base, n)
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	sent := map[string]time.Time{}
 	var lat []time.Duration
-	clients, err := connect(ctx, base, token, n, func(title string, at time.Time) {
+	onFrame := func(title string, at time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		if t0, ok := sent[title]; ok {
 			lat = append(lat, at.Sub(t0))
 		}
-	})
-	if err != nil {
-		return err
 	}
-	fmt.Printf("connected %d clients\n", len(clients))
+	for _, u := range accounts {
+		if _, err := connect(ctx, base, u.access, 1, onFrame); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("connected %d clients, one per user\n", n)
 	total := rate * int(d/time.Second)
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
@@ -167,19 +230,18 @@ func latency(base, token, webhook string, n, rate int, d time.Duration) error {
 		sent[title] = time.Now()
 		mu.Unlock()
 		wg.Go(func() {
-			if post(base, webhook, title) != nil {
+			if post(base, accounts[i%n].webhook, title) != nil {
 				errs.Add(1)
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	want := total * n
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		mu.Lock()
 		got := len(lat)
 		mu.Unlock()
-		if got >= want {
+		if got >= total {
 			break
 		}
 	}
@@ -190,7 +252,7 @@ func latency(base, token, webhook string, n, rate int, d time.Duration) error {
 		return fmt.Errorf("no frames arrived")
 	}
 	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), want)
+	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), total)
 	fmt.Printf("POST-to-frame latency: p50 %s  p90 %s  p99 %s  max %s\n", q(0.50), q(0.90), q(0.99), lat[len(lat)-1])
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 // WebSocket settings of DESIGN.md §7.
 const (
-	wsQueue        = 256 // frames a client may fall behind before it is cut off
+	wsQueue        = 64 // frames a client may fall behind before it is cut off
 	wsPingEvery    = 30 * time.Second
 	wsPongWait     = 60 * time.Second
 	wsWriteTimeout = 10 * time.Second

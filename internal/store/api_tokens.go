@@ -74,15 +74,20 @@ func (s *Store) DeleteAPIToken(ctx context.Context, userID, id string) error {
 	return expectOne(res, err, "API token")
 }
 
+const apiTokenPrincipal = `SELECT ` + userColumns + `, ` + apiTokenColumns + `
+	FROM api_tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ? AND k.is_active`
+
 // APITokenPrincipal returns the owner of an active API token and the token,
 // or EUNAUTHORIZED for an unknown or inactive one.
 func (s *Store) APITokenPrincipal(ctx context.Context, hash string) (*perch.User, *perch.APIToken, error) {
 	var k perch.APIToken
 	var created int64
 	var verified sql.NullInt64
-	u, err := scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT `+userColumns+`, `+apiTokenColumns+`
-		FROM api_tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ? AND k.is_active`), hash),
-		&k.ID, &k.UserID, &k.Label, &k.TokenPrefix, &k.IsActive, &created, &verified)
+	st, err := s.prepared(ctx, s.r, apiTokenPrincipal)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := scanUser(st.QueryRowContext(ctx, hash), &k.ID, &k.UserID, &k.Label, &k.TokenPrefix, &k.IsActive, &created, &verified)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, perch.Errorf(perch.EUNAUTHORIZED, "The API token is invalid or inactive.")
 	}

@@ -23,6 +23,10 @@ type Stored struct {
 	Duplicate    bool
 }
 
+const insertNotification = `INSERT INTO notifications
+	(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
+
 // notificationsLock is the PostgreSQL advisory lock that serializes
 // notification inserts across instances, so that ids become visible in
 // order: a reader that has seen id n will never later find a smaller one.
@@ -34,19 +38,19 @@ const notificationsLock = 7_310_001
 func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification) ([]Stored, error) {
 	now := s.now()
 	out := make([]Stored, len(batch))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	// Prepared before the transaction: on SQLite the transaction holds the
+	// only writer connection, which preparing would wait for.
+	prepared, err := s.prepared(ctx, s.w, insertNotification)
+	if err != nil {
+		return nil, err
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if s.dialect == Postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
 				return err
 			}
 		}
-		insert, err := tx.PrepareContext(ctx, s.q(`INSERT INTO notifications
-			(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`))
-		if err != nil {
-			return err
-		}
-		defer insert.Close()
+		insert := tx.StmtContext(ctx, prepared)
 		for i, nn := range batch {
 			n := nn.Notification
 			n.CreatedAt, n.Read = now, false

@@ -92,14 +92,19 @@ func (s *Store) RevokeSessionByRefresh(ctx context.Context, refreshHash string) 
 	return err
 }
 
+const accessPrincipal = `SELECT ` + userColumns + `, t.session_id
+	FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
+	WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL`
+
 // AccessPrincipal returns the user and session of a live access token, or
 // EUNAUTHORIZED when it is unknown, expired or its session revoked.
 func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.User, string, error) {
 	var sessionID string
-	u, err := scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT `+userColumns+`, t.session_id
-		FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
-		WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL`),
-		accessHash, ms(s.now())), &sessionID)
+	st, err := s.prepared(ctx, s.r, accessPrincipal)
+	if err != nil {
+		return nil, "", err
+	}
+	u, err := scanUser(st.QueryRowContext(ctx, accessHash, ms(s.now())), &sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", perch.Errorf(perch.EUNAUTHORIZED, "The access token is invalid or expired.")
 	}

@@ -65,18 +65,24 @@ func (s *Store) DeleteWebhookToken(ctx context.Context, userID, id string) error
 	return expectOne(res, err, "Webhook token")
 }
 
+const webhookTokenByHash = `SELECT ` + webhookTokenColumns + ` FROM webhook_tokens w
+	JOIN users u ON u.id = w.user_id
+	WHERE w.hash = ? AND (w.scope = 'user'
+		OR (u.org_id = w.org_id AND u.org_role IN ('owner', 'admin'))
+		OR (w.scope = 'team' AND u.org_id = w.org_id
+			AND EXISTS (SELECT 1 FROM team_members tm WHERE tm.team_id = w.team_id AND tm.user_id = w.user_id)))`
+
 // WebhookTokenByHash returns the token with the given hash while its
 // creator could still make it: for an organisation token, an owner or admin
 // of that organisation; for a team token, a member of the team or an owner or
 // admin of its organisation. Otherwise, as for an unknown or deleted token,
 // EUNAUTHORIZED: a member who leaves takes their grants along.
 func (s *Store) WebhookTokenByHash(ctx context.Context, hash string) (*perch.WebhookToken, error) {
-	t, err := scanWebhookToken(s.r.QueryRowContext(ctx, s.q(`SELECT `+webhookTokenColumns+` FROM webhook_tokens w
-		JOIN users u ON u.id = w.user_id
-		WHERE w.hash = ? AND (w.scope = 'user'
-			OR (u.org_id = w.org_id AND u.org_role IN ('owner', 'admin'))
-			OR (w.scope = 'team' AND u.org_id = w.org_id
-				AND EXISTS (SELECT 1 FROM team_members tm WHERE tm.team_id = w.team_id AND tm.user_id = w.user_id)))`), hash))
+	st, err := s.prepared(ctx, s.r, webhookTokenByHash)
+	if err != nil {
+		return nil, err
+	}
+	t, err := scanWebhookToken(st.QueryRowContext(ctx, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The webhook token is invalid or was deleted.")
 	}
