@@ -58,16 +58,16 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil // Accept has answered the request
 	}
-	s.sockets.Add(1)
-	defer s.sockets.Done()
 	conn.SetReadLimit(wsReadLimit)
-
+	s.sockets.Add(1)
 	client := hub.NewClient(perch.Audience{UserID: u.ID, OrgID: u.OrgID, TeamIDs: teams}, wsQueue)
 	s.hub.Add(client)
-	defer s.hub.Remove(client)
-
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
+	done := func() {
+		cancel()
+		s.hub.Remove(client)
+		s.sockets.Done()
+	}
 	go s.readFrames(ctx, cancel, conn, u)
 
 	last, err := s.replay(ctx, conn, u, since)
@@ -76,9 +76,16 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		if ctx.Err() == nil {
 			s.log.Error("websocket replay failed", "user", u.ID, "err", err)
 		}
+		done()
 		return nil
 	}
-	s.relay(ctx, conn, client, last)
+	// The connection lives on in a fresh goroutine: this one's stack grew
+	// deep in authentication, the store and the replay, and an idle
+	// connection should not keep that memory for hours.
+	go func() {
+		defer done()
+		s.relay(ctx, conn, client, last)
+	}()
 	return nil
 }
 
