@@ -1,7 +1,6 @@
 package senders
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,32 +14,9 @@ import (
 // through the parser for its receiver and checks what the notification shows.
 func TestSharedFixtures(t *testing.T) {
 	// The senders' own published payloads, read in place, never copied here.
-	sharedFixtures := filepath.Join(testenv.FixturesDir(t), "webhooks")
-	raw, err := os.ReadFile(filepath.Join(sharedFixtures, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected struct {
-		Cases []struct {
-			File          string            `json:"file"`
-			Path          string            `json:"path"`
-			Headers       map[string]string `json:"headers"`
-			Severity      string            `json:"severity"`
-			Tab           string            `json:"tab"`
-			TitleContains []string          `json:"title_contains"`
-			TitleExcludes []string          `json:"title_excludes"`
-			URL           string            `json:"url"`
-			Ignored       bool              `json:"ignored"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatalf("EXPECTED.json: %v", err)
-	}
-	if len(expected.Cases) == 0 {
-		t.Fatal("EXPECTED.json lists no cases")
-	}
+	sharedFixtures, cases := testenv.WebhookCases(t)
 
-	for _, c := range expected.Cases {
+	for _, c := range cases {
 		t.Run(c.File, func(t *testing.T) {
 			parse, ok := parserFor(c.Path)
 			if !ok {

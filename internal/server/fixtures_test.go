@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,19 +10,6 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
 )
-
-// whFixtureCase is one entry of the shared webhooks/EXPECTED.json.
-type whFixtureCase struct {
-	File          string            `json:"file"`
-	Path          string            `json:"path"`
-	Headers       map[string]string `json:"headers"`
-	Severity      string            `json:"severity"`
-	Tab           string            `json:"tab"`
-	TitleContains []string          `json:"title_contains"`
-	TitleExcludes []string          `json:"title_excludes"`
-	URL           string            `json:"url"`
-	Ignored       bool              `json:"ignored"`
-}
 
 // whSenderOf maps a receiver path of DESIGN.md §1 to the sender its webhook
 // tokens are made for.
@@ -46,25 +32,12 @@ func whSenderOf(path string) (string, bool) {
 // sender, and checks the stored notification through the history API. The
 // senders' published payloads are read in place, never copied here.
 func TestSharedFixturesThroughReceivers(t *testing.T) {
-	dir := filepath.Join(testenv.FixturesDir(t), "webhooks")
-	raw, err := os.ReadFile(filepath.Join(dir, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected struct {
-		Cases []whFixtureCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatalf("EXPECTED.json: %v", err)
-	}
-	if len(expected.Cases) == 0 {
-		t.Fatal("EXPECTED.json lists no cases")
-	}
+	dir, cases := testenv.WebhookCases(t)
 
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
-		for _, c := range expected.Cases {
+		for _, c := range cases {
 			t.Run(c.File, func(t *testing.T) {
 				sender, ok := whSenderOf(c.Path)
 				if !ok {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,26 +113,61 @@ func ParseNotificationID(id string) (int64, error) {
 // Notifications returns what the user may see, with their read state: with
 // since, the oldest limit after it (oldest first); without, the newest limit
 // (still oldest first).
+//
+// It asks each scope the user hears (themselves, their organisation,
+// everyone, each of their teams) on its own, through the (scope_type,
+// scope_id, id) index, and merges: one query with OR over the scopes cannot
+// use the index, and would read the whole table for a user with little in it.
 func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, limit int) ([]*perch.Notification, error) {
-	query := `SELECT ` + notificationColumns + `, r.user_id IS NOT NULL FROM notifications n
-		LEFT JOIN notification_reads r ON r.notification_id = n.id AND r.user_id = ?
-		WHERE n.id > ? AND ` + visibleTo
 	var after int64
 	if since != "" {
 		var err error
 		if after, err = ParseNotificationID(since); err != nil {
 			return nil, err
 		}
-		query += ` ORDER BY n.id LIMIT ?`
-	} else {
-		query += ` ORDER BY n.id DESC LIMIT ?`
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(query), u.ID, after, u.ID, u.OrgID, u.ID, limit)
+	teams, err := s.UserTeamIDs(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	scopes := []perch.Scope{{Type: perch.ScopeUser, ID: u.ID}, {Type: perch.ScopeOrg, ID: u.OrgID}, {Type: perch.ScopeAll}}
+	for _, t := range teams {
+		scopes = append(scopes, perch.Scope{Type: perch.ScopeTeam, ID: t})
+	}
+	order := "ASC"
+	if since == "" {
+		order = "DESC"
+	}
+	var ids []int64
+	for _, sc := range scopes {
+		found, err := s.ids(ctx, `SELECT id FROM notifications WHERE scope_type = ? AND scope_id = ? AND id > ? ORDER BY id `+order+` LIMIT ?`,
+			sc.Type, sc.ID, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, found...)
+	}
+	slices.Sort(ids)
+	if since == "" && len(ids) > limit {
+		ids = ids[len(ids)-limit:]
+	} else if len(ids) > limit {
+		ids = ids[:limit]
+	}
+	list := []*perch.Notification{}
+	if len(ids) == 0 {
+		return list, nil
+	}
+	args := []any{u.ID}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+notificationColumns+`, r.user_id IS NOT NULL FROM notifications n
+		LEFT JOIN notification_reads r ON r.notification_id = n.id AND r.user_id = ?
+		WHERE n.id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY n.id`), args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	list := []*perch.Notification{}
 	for rows.Next() {
 		n, err := scanNotification(rows)
 		if err != nil {
@@ -139,12 +175,25 @@ func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, 
 		}
 		list = append(list, n)
 	}
-	if since == "" {
-		for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
-			list[i], list[j] = list[j], list[i]
-		}
-	}
 	return list, rows.Err()
+}
+
+// ids runs a query that selects one integer column.
+func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // MarkRead records that the user read the given notifications (or, with all,

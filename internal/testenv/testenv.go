@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,4 +38,41 @@ func FixturesDir(tb testing.TB) string {
 		SkipUnlessStrict(tb, "shared fixtures not found at %s (set PERCH_FIXTURES_DIR): they are checked out beside the repository in CI", dir)
 	}
 	return dir
+}
+
+// WebhookCase is one delivery listed in the shared webhooks/EXPECTED.json:
+// the payload file, the receiver and headers it goes to, and what the
+// notification must show.
+type WebhookCase struct {
+	File          string            `json:"file"`
+	Path          string            `json:"path"`
+	Headers       map[string]string `json:"headers"`
+	Severity      string            `json:"severity"`
+	Tab           string            `json:"tab"`
+	TitleContains []string          `json:"title_contains"`
+	TitleExcludes []string          `json:"title_excludes"`
+	URL           string            `json:"url"`
+	Ignored       bool              `json:"ignored"`
+}
+
+// WebhookCases reads the shared webhooks/EXPECTED.json and returns the
+// directory its files are relative to, and its cases. Like FixturesDir it
+// skips tb (fails it under PERCH_TEST_STRICT) when the fixtures are absent.
+func WebhookCases(tb testing.TB) (dir string, cases []WebhookCase) {
+	tb.Helper()
+	dir = filepath.Join(FixturesDir(tb), "webhooks")
+	raw, err := os.ReadFile(filepath.Join(dir, "EXPECTED.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var expected struct {
+		Cases []WebhookCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &expected); err != nil {
+		tb.Fatalf("EXPECTED.json: %v", err)
+	}
+	if len(expected.Cases) == 0 {
+		tb.Fatal("EXPECTED.json lists no cases")
+	}
+	return dir, expected.Cases
 }

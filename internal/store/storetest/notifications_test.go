@@ -1,0 +1,97 @@
+package storetest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+func titles(list []*perch.Notification) []string {
+	out := []string{}
+	for _, n := range list {
+		out = append(out, n.Title)
+	}
+	return out
+}
+
+// TestNotificationsPagesOverEveryScopeTheUserHears stores notifications for
+// every kind of audience, interleaved, and pages through what one user sees.
+func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		eve := mustCreateUser(t, s, "Eve", "eve@example.com")
+		ops, err := s.CreateTeam(ctx, ada.OrgID, "Ops", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _ := s.CreateTeam(ctx, ada.OrgID, "Other", "")
+		if err := s.AddTeamMember(ctx, ada.OrgID, ops.ID, ada.ID); err != nil {
+			t.Fatal(err)
+		}
+		scopes := []perch.Scope{
+			{Type: perch.ScopeUser, ID: ada.ID}, {Type: perch.ScopeUser, ID: eve.ID}, {Type: perch.ScopeOrg, ID: ada.OrgID},
+			{Type: perch.ScopeOrg, ID: eve.OrgID}, {Type: perch.ScopeTeam, ID: ops.ID}, {Type: perch.ScopeTeam, ID: other.ID},
+			{Type: perch.ScopeAll},
+		}
+		var batch []store.NewNotification
+		var want []string // what Ada sees, in id order
+		for i := range 21 {
+			sc := scopes[i%len(scopes)]
+			title := fmt.Sprintf("%d %s", i, sc.Type)
+			batch = append(batch, store.NewNotification{Notification: perch.Notification{Title: title, Tab: "T", Severity: "info", Source: "inbound", Scope: sc}})
+			if (sc.Type == perch.ScopeUser && sc.ID == ada.ID) || (sc.Type == perch.ScopeOrg && sc.ID == ada.OrgID) ||
+				(sc.Type == perch.ScopeTeam && sc.ID == ops.ID) || sc.Type == perch.ScopeAll {
+				want = append(want, title)
+			}
+		}
+		stored, err := s.InsertNotifications(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		newest, err := s.Notifications(ctx, ada, "", 5)
+		if err != nil || !slices.Equal(titles(newest), want[len(want)-5:]) {
+			t.Fatalf("newest page = %v, %v; want %v", titles(newest), err, want[len(want)-5:])
+		}
+		var paged []string
+		for since := "0"; ; {
+			page, err := s.Notifications(ctx, ada, since, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, titles(page)...)
+			since = page[len(page)-1].ID
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("paged %v, want %v", paged, want)
+		}
+
+		// Read state is per user.
+		marked, err := s.MarkRead(ctx, ada, []string{stored[0].Notification.ID, stored[1].Notification.ID}, false)
+		if err != nil || len(marked) != 1 || marked[0] != stored[0].Notification.ID {
+			t.Fatalf("MarkRead = %v, %v (Eve's notification must be passed over)", marked, err)
+		}
+		first, _ := s.Notifications(ctx, ada, "0", 1)
+		if !first[0].Read {
+			t.Fatal("not read for Ada")
+		}
+		eves, _ := s.Notifications(ctx, eve, "0", 100)
+		for _, n := range eves {
+			if n.Read {
+				t.Fatalf("read for Eve too: %v", n)
+			}
+		}
+		if _, err := s.Notifications(ctx, ada, "x", 5); perch.ErrorCode(err) != perch.EBADREQUEST {
+			t.Fatalf("bad since: %v", err)
+		}
+	})
+}
