@@ -24,20 +24,57 @@ type Frame struct {
 // Client is one connection's place in the hub.
 type Client struct {
 	Audience perch.Audience
-	// Frames is the client's queue; the connection's writer drains it.
-	Frames chan Frame
 	// Gone is closed when the hub drops the client: too slow, or its grants
 	// changed (it must reconnect to get its new audience).
 	Gone chan struct{}
 	// Reason says why Gone was closed.
 	Reason string
 
-	once sync.Once
+	// The queue grows with a burst and is let go when drained, so an idle
+	// client costs next to nothing while a busy one can fall up to max
+	// frames behind before it counts as too slow.
+	mu    sync.Mutex
+	queue []Frame
+	max   int
+	wake  chan struct{}
+	once  sync.Once
 }
 
-// NewClient returns a client with a queue of size frames.
-func NewClient(a perch.Audience, size int) *Client {
-	return &Client{Audience: a, Frames: make(chan Frame, size), Gone: make(chan struct{})}
+// NewClient returns a client that may fall up to max frames behind.
+func NewClient(a perch.Audience, max int) *Client {
+	return &Client{Audience: a, Gone: make(chan struct{}), max: max, wake: make(chan struct{}, 1)}
+}
+
+// Wake receives when frames are waiting; then call Take.
+func (c *Client) Wake() <-chan struct{} { return c.wake }
+
+// Take appends every waiting frame to buf, in order, and empties the queue.
+func (c *Client) Take(buf []Frame) []Frame {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf = append(buf, c.queue...)
+	if cap(c.queue) > 64 {
+		c.queue = nil // give a burst's memory back
+	} else {
+		c.queue = c.queue[:0]
+	}
+	return buf
+}
+
+// offer queues f without waiting; false when the client is too far behind.
+func (c *Client) offer(f Frame) bool {
+	c.mu.Lock()
+	if len(c.queue) >= c.max {
+		c.mu.Unlock()
+		return false
+	}
+	c.queue = append(c.queue, f)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+	return true
 }
 
 func (c *Client) drop(reason string) {
@@ -198,9 +235,7 @@ func (h *Hub) DropAll(reason string) {
 
 func offerAll(s set, f Frame) {
 	for c := range s {
-		select {
-		case c.Frames <- f:
-		default:
+		if !c.offer(f) {
 			c.drop(ReasonSlow)
 		}
 	}

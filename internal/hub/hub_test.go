@@ -14,14 +14,10 @@ func note(id, scopeType, scopeID string) perch.FanoutMessage {
 
 func received(c *Client) []int64 {
 	var ids []int64
-	for {
-		select {
-		case f := <-c.Frames:
-			ids = append(ids, f.ID)
-		default:
-			return ids
-		}
+	for _, f := range c.Take(nil) {
+		ids = append(ids, f.ID)
 	}
+	return ids
 }
 
 func TestDeliverByAudience(t *testing.T) {
@@ -85,8 +81,9 @@ func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 	}
 	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutRead, UserID: "ada", IDs: []string{"7"}})
 	for _, c := range []*Client{ada1, ada2} {
-		if f := <-c.Frames; string(f.Data) != `{"type":"read","data":{"ids":["7"]}}` {
-			t.Fatalf("frame %s", f.Data)
+		<-c.Wake()
+		if f := c.Take(nil); len(f) != 1 || string(f[0].Data) != `{"type":"read","data":{"ids":["7"]}}` {
+			t.Fatalf("frames %v", f)
 		}
 	}
 	if got := received(bob); len(got) != 0 {

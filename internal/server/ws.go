@@ -16,7 +16,7 @@ import (
 
 // WebSocket settings of DESIGN.md §7.
 const (
-	wsQueue        = 64 // frames a client may fall behind before it is cut off
+	wsQueue        = 4096 // frames a client may fall behind before it is cut off
 	wsPingEvery    = 30 * time.Second
 	wsPongWait     = 60 * time.Second
 	wsWriteTimeout = 10 * time.Second
@@ -139,18 +139,25 @@ func (s *Server) relay(ctx context.Context, conn *websocket.Conn, client *hub.Cl
 	defer ping.Stop()
 	pinging := false
 	pong := make(chan error, 1)
+	var frames []hub.Frame
 	for {
 		select {
-		case f := <-client.Frames:
-			if f.ID != 0 {
-				if f.ID <= last {
-					continue // the replay sent it already
+		case <-client.Wake():
+			frames = client.Take(frames[:0])
+			for _, f := range frames {
+				if f.ID != 0 {
+					if f.ID <= last {
+						continue // the replay sent it already
+					}
+					last = f.ID
 				}
-				last = f.ID
+				if err := write(ctx, conn, f.Data); err != nil {
+					conn.CloseNow()
+					return
+				}
 			}
-			if err := write(ctx, conn, f.Data); err != nil {
-				conn.CloseNow()
-				return
+			if cap(frames) > 64 {
+				frames = nil
 			}
 		case <-client.Gone:
 			conn.Close(closeStatus[client.Reason], client.Reason)
