@@ -7,7 +7,7 @@
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -pid PID
-//	loadgen hold    -base URL -token pat_ -clients 1 -seconds 12  stay connected, then count what arrived
+//	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
 package main
 
 import (
@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	perch "github.com/perch-dev/perch/client"
 )
 
 func main() {
@@ -57,7 +59,7 @@ func main() {
 	case "idle":
 		err = idle(*base, *token, *clients, *pid)
 	case "hold":
-		err = hold(*base, *token, *clients, time.Duration(*seconds)*time.Second)
+		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -322,17 +324,32 @@ func rss(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
-// hold keeps clients connected for d and reports how many frames arrived.
-func hold(base, token string, n int, d time.Duration) error {
-	ctx, cancel := context.WithCancel(context.Background())
+// hold listens as one real client would (the public client package, which
+// reconnects and resumes after a drop) for d, and reports what arrived.
+func hold(base, token string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	var got atomic.Int64
-	if _, err := connect(ctx, base, token, n, func(string, time.Time) { got.Add(1) }); err != nil {
+	c := perch.New(base, perch.WithAPIToken(token))
+	var got, drops int
+	seen := map[string]bool{}
+	dups := 0
+	fmt.Printf("listening for %s\n", d)
+	err := c.Listen(ctx, "", func(e perch.Event) {
+		switch e.Type {
+		case perch.EventNotification:
+			got++
+			if seen[e.Notification.ID] {
+				dups++
+			}
+			seen[e.Notification.ID] = true
+		case perch.EventDisconnected:
+			drops++
+		}
+	})
+	if err != nil {
 		return err
 	}
-	fmt.Printf("holding %d clients for %s\n", n, d)
-	time.Sleep(d)
-	fmt.Printf("held clients received %d notifications\n", got.Load())
+	fmt.Printf("the listening client received %d notifications (%d duplicates) over %d reconnections\n", got, dups, drops)
 	return nil
 }
 
