@@ -45,7 +45,7 @@ echo "== 4. memory (measured first, on the fresh server) per idle connection (5,
 "$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server"
 
 echo "== 1. ingest: wrk -t2 -c32 -d${secs}s, one subscribed client"
-"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((secs + 8)) &
+"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((secs + 120)) &
 holder=$!
 sleep 1
 trivial_rps=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
@@ -53,7 +53,7 @@ perch_out=$(wrk -t2 -c32 -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhoo
 perch_rps=$(echo "$perch_out" | awk '/Requests\/sec/ {print $2}')
 echo "$perch_out" | grep -E 'Non-2xx|^ +50%|^ +99%' || true
 wait $holder
-accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $2}')
+accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $NF}')
 echo "accepted by the receiver so far: $accepted"
 echo "trivial handler: $trivial_rps req/s; perch ingest: $perch_rps req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*$perch_rps/$trivial_rps}")"
 

@@ -325,19 +325,35 @@ func rss(pid int) (int64, error) {
 }
 
 // hold listens as one real client would (the public client package, which
-// reconnects and resumes after a drop) for d, and reports what arrived.
+// reconnects and resumes after a drop) until nothing has arrived for three
+// seconds after the load, or until d, and reports what arrived.
 func hold(base, token string, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	c := perch.New(base, perch.WithAPIToken(token))
-	var got, drops int
+	var mu sync.Mutex
+	var got, drops, dups int
+	last := time.Now()
 	seen := map[string]bool{}
-	dups := 0
-	fmt.Printf("listening for %s\n", d)
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			mu.Lock()
+			quiet := got > 0 && time.Since(last) > 3*time.Second
+			mu.Unlock()
+			if quiet {
+				cancel()
+			}
+		}
+	}()
+	fmt.Printf("listening (at most %s)\n", d)
 	err := c.Listen(ctx, "", func(e perch.Event) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch e.Type {
 		case perch.EventNotification:
 			got++
+			last = time.Now()
 			if seen[e.Notification.ID] {
 				dups++
 			}
