@@ -25,7 +25,11 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error
 		}
 		limit = n
 	}
-	list, err := s.store.Notifications(r.Context(), principal(r).User, r.URL.Query().Get("since"), limit)
+	a, err := s.store.Audience(r.Context(), principal(r).User)
+	if err != nil {
+		return err
+	}
+	list, err := s.store.Notifications(r.Context(), a, r.URL.Query().Get("since"), limit)
 	if err != nil {
 		return err
 	}

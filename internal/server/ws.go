@@ -50,7 +50,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u := p.User
-	teams, err := s.store.UserTeamIDs(r.Context(), u.ID)
+	audience, err := s.store.Audience(r.Context(), u)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	}
 	conn.SetReadLimit(wsReadLimit)
 	s.sockets.Add(1)
-	client := hub.NewClient(perch.Audience{UserID: u.ID, OrgID: u.OrgID, TeamIDs: teams}, wsQueue)
+	client := hub.NewClient(*audience, wsQueue)
 	s.hub.Add(client)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	done := func() {
@@ -70,7 +70,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	}
 	go s.readFrames(ctx, cancel, conn, u)
 
-	last, err := s.replay(ctx, conn, u, since)
+	last, err := s.replay(ctx, conn, audience, since)
 	if err != nil {
 		conn.Close(websocket.StatusInternalError, "replay failed")
 		if ctx.Err() == nil {
@@ -93,7 +93,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 // returns the id of the newest notification the client now has. Without
 // since nothing is replayed, but the newest visible id still counts as had:
 // the ready frame tells the client, so it can resume from there.
-func (s *Server) replay(ctx context.Context, conn *websocket.Conn, u *perch.User, since string) (int64, error) {
+func (s *Server) replay(ctx context.Context, conn *websocket.Conn, a *perch.Audience, since string) (int64, error) {
 	var last int64
 	replayed, gap := 0, false
 	if since != "" {
@@ -103,7 +103,7 @@ func (s *Server) replay(ctx context.Context, conn *websocket.Conn, u *perch.User
 		}
 		last, _ = store.ParseNotificationID(since)
 		for cursor := since; ; {
-			page, err := s.store.Notifications(ctx, u, cursor, replayPage)
+			page, err := s.store.Notifications(ctx, a, cursor, replayPage)
 			if err != nil {
 				return 0, err
 			}
@@ -121,7 +121,7 @@ func (s *Server) replay(ctx context.Context, conn *websocket.Conn, u *perch.User
 		}
 	}
 	if since == "" {
-		newest, err := s.store.Notifications(ctx, u, "", 1)
+		newest, err := s.store.Notifications(ctx, a, "", 1)
 		if err != nil {
 			return 0, err
 		}

@@ -110,7 +110,18 @@ func ParseNotificationID(id string) (int64, error) {
 	return v, nil
 }
 
-// Notifications returns what the user may see, with their read state: with
+// Audience returns who a user is as a recipient: themselves, their
+// organisation and their teams.
+func (s *Store) Audience(ctx context.Context, u *perch.User) (*perch.Audience, error) {
+	teams, err := s.UserTeamIDs(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &perch.Audience{UserID: u.ID, OrgID: u.OrgID, TeamIDs: teams}, nil
+}
+
+// Notifications returns what the audience may see, with the user's read
+// state: with
 // since, the oldest limit after it (oldest first); without, the newest limit
 // (still oldest first).
 //
@@ -118,7 +129,7 @@ func ParseNotificationID(id string) (int64, error) {
 // everyone, each of their teams) on its own, through the (scope_type,
 // scope_id, id) index, and merges: one query with OR over the scopes cannot
 // use the index, and would read the whole table for a user with little in it.
-func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, limit int) ([]*perch.Notification, error) {
+func (s *Store) Notifications(ctx context.Context, a *perch.Audience, since string, limit int) ([]*perch.Notification, error) {
 	var after int64
 	if since != "" {
 		var err error
@@ -126,12 +137,8 @@ func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, 
 			return nil, err
 		}
 	}
-	teams, err := s.UserTeamIDs(ctx, u.ID)
-	if err != nil {
-		return nil, err
-	}
-	scopes := []perch.Scope{{Type: perch.ScopeUser, ID: u.ID}, {Type: perch.ScopeOrg, ID: u.OrgID}, {Type: perch.ScopeAll}}
-	for _, t := range teams {
+	scopes := []perch.Scope{{Type: perch.ScopeUser, ID: a.UserID}, {Type: perch.ScopeOrg, ID: a.OrgID}, {Type: perch.ScopeAll}}
+	for _, t := range a.TeamIDs {
 		scopes = append(scopes, perch.Scope{Type: perch.ScopeTeam, ID: t})
 	}
 	order := "ASC"
@@ -157,7 +164,7 @@ func (s *Store) Notifications(ctx context.Context, u *perch.User, since string, 
 	if len(ids) == 0 {
 		return list, nil
 	}
-	args := []any{u.ID}
+	args := []any{a.UserID}
 	for _, id := range ids {
 		args = append(args, id)
 	}

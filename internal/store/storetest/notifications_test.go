@@ -55,13 +55,18 @@ func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		newest, err := s.Notifications(ctx, ada, "", 5)
+		adas, err := s.Audience(ctx, ada)
+		if err != nil || len(adas.TeamIDs) != 1 || adas.TeamIDs[0] != ops.ID {
+			t.Fatalf("Audience = %+v, %v", adas, err)
+		}
+		eves, _ := s.Audience(ctx, eve)
+		newest, err := s.Notifications(ctx, adas, "", 5)
 		if err != nil || !slices.Equal(titles(newest), want[len(want)-5:]) {
 			t.Fatalf("newest page = %v, %v; want %v", titles(newest), err, want[len(want)-5:])
 		}
 		var paged []string
 		for since := "0"; ; {
-			page, err := s.Notifications(ctx, ada, since, 4)
+			page, err := s.Notifications(ctx, adas, since, 4)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,17 +85,17 @@ func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
 		if err != nil || len(marked) != 1 || marked[0] != stored[0].Notification.ID {
 			t.Fatalf("MarkRead = %v, %v (Eve's notification must be passed over)", marked, err)
 		}
-		first, _ := s.Notifications(ctx, ada, "0", 1)
+		first, _ := s.Notifications(ctx, adas, "0", 1)
 		if !first[0].Read {
 			t.Fatal("not read for Ada")
 		}
-		eves, _ := s.Notifications(ctx, eve, "0", 100)
-		for _, n := range eves {
+		evesList, _ := s.Notifications(ctx, eves, "0", 100)
+		for _, n := range evesList {
 			if n.Read {
 				t.Fatalf("read for Eve too: %v", n)
 			}
 		}
-		if _, err := s.Notifications(ctx, ada, "x", 5); perch.ErrorCode(err) != perch.EBADREQUEST {
+		if _, err := s.Notifications(ctx, adas, "x", 5); perch.ErrorCode(err) != perch.EBADREQUEST {
 			t.Fatalf("bad since: %v", err)
 		}
 	})
