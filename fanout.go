@@ -7,6 +7,7 @@ const (
 	FanoutNotification = "notification" // a stored notification to deliver
 	FanoutRead         = "read"         // a user marked notifications read
 	FanoutGrants       = "grants"       // a user's organisation or teams changed
+	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
 )
 
 // FanoutMessage travels from the instance where something happened to the

@@ -76,11 +76,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// publishes. Both outlive the HTTP server's drain, which still needs them.
 	fan := fanout.NewLocal()
 	h := hub.New()
-	subCtx, unsubscribe := context.WithCancel(context.Background())
-	defer unsubscribe()
-	if err := fan.Subscribe(subCtx, h.Deliver, func() { h.DropAll(hub.ReasonLost) }); err != nil {
-		return err
-	}
 	writer := ingest.New(st, fan, logger)
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	writerDone := make(chan struct{})
@@ -107,6 +102,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		GitHubSecret:       c.GitHubSecret,
 		PagerDutySecret:    c.PagerDutySecret,
 	})
+
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	defer unsubscribe()
+	if err := fan.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {

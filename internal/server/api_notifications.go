@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/hub"
 )
 
 // History page sizes.
@@ -74,7 +75,33 @@ func (s *Server) readAndTell(ctx context.Context, u *perch.User, ids []string, a
 // grantsChanged tells the user's connected clients to reconnect, so that
 // they receive by their new organisation and teams from then on.
 func (s *Server) grantsChanged(ctx context.Context, userID string) {
+	s.tokens.forget() // here at once; other instances when the message arrives
 	if err := s.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: userID}); err != nil {
 		s.log.Warn("publishing a change of grants failed", "user", userID, "err", err)
 	}
+}
+
+// tokensChanged makes every instance look webhook tokens up afresh, after a
+// token was deleted or its creator's role changed.
+func (s *Server) tokensChanged(ctx context.Context) {
+	s.tokens.forget()
+	if err := s.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutTokens}); err != nil {
+		s.log.Warn("publishing a change of webhook tokens failed", "err", err)
+	}
+}
+
+// Deliver is this instance's fan-out subscriber: it keeps the token cache
+// true and hands everything to the WebSocket hub.
+func (s *Server) Deliver(m perch.FanoutMessage) {
+	if m.Kind == perch.FanoutGrants || m.Kind == perch.FanoutTokens {
+		s.tokens.forget()
+	}
+	s.hub.Deliver(m)
+}
+
+// Lost is called when fan-out may have missed messages: cached tokens are
+// forgotten and clients reconnect to replay from the store.
+func (s *Server) Lost() {
+	s.tokens.forget()
+	s.hub.DropAll(hub.ReasonLost)
 }

@@ -69,6 +69,7 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.tokensChanged(r.Context()) // the tokens they made may stand or fall with their role
 	return respond(w, http.StatusOK, m)
 }
 

@@ -81,6 +81,7 @@ func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteTeam(r.Context(), orgID, team.ID); err != nil {
 		return err
 	}
+	s.tokensChanged(r.Context()) // the team's tokens went with it
 	for _, m := range team.Members {
 		s.grantsChanged(r.Context(), m.ID)
 	}

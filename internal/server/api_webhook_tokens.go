@@ -102,5 +102,6 @@ func (s *Server) deleteWebhookToken(w http.ResponseWriter, r *http.Request) erro
 	if err := s.store.DeleteWebhookToken(r.Context(), principal(r).User.ID, r.PathValue("id")); err != nil {
 		return err
 	}
+	s.tokensChanged(r.Context())
 	return noContent(w)
 }

@@ -58,15 +58,11 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	fan := fanout.NewLocal()
 	h := hub.New()
-	subCtx, unsubscribe := context.WithCancel(context.Background())
-	if err := fan.Subscribe(subCtx, h.Deliver, func() { h.DropAll(hub.ReasonLost) }); err != nil {
-		t.Fatal(err)
-	}
 	writer := ingest.New(s, fan, logger)
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	writerDone := make(chan struct{})
 	go func() { writer.Run(writerCtx); close(writerDone) }()
-	t.Cleanup(func() { stopWriter(); <-writerDone; unsubscribe() })
+	t.Cleanup(func() { stopWriter(); <-writerDone })
 	o := Options{
 		Store:              s,
 		Logger:             logger,
@@ -88,7 +84,11 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	srv := New(o)
 	srv.now = clock.Now
-	t.Cleanup(func() { srv.Close(context.Background()) })
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	if err := fan.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()); unsubscribe() })
 	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs, mail: smtp}
 }
 

@@ -69,6 +69,7 @@ type Server struct {
 	hub     *hub.Hub
 	ingest  *ingest.Writer
 	sockets sync.WaitGroup // WebSocket connections being served
+	tokens  *tokenCache    // webhook tokens by hash
 }
 
 // New returns a Server with every route in place.
@@ -89,6 +90,7 @@ func New(o Options) *Server {
 		fanout:  o.Fanout,
 		hub:     o.Hub,
 		ingest:  o.Ingest,
+		tokens:  newTokenCache(),
 	}
 	for _, e := range o.AdminEmails {
 		s.admins[perch.NormalizeEmail(e)] = true

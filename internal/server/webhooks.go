@@ -95,14 +95,14 @@ func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, sender 
 	if !strings.HasPrefix(raw, perch.WebhookTokenPrefix) {
 		return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "The token is not a webhook token (whk_…).")
 	}
-	t, err := s.store.WebhookTokenByHash(r.Context(), auth.HashToken(raw))
+	t, touch, err := s.tokens.lookup(r.Context(), s.store, auth.HashToken(raw), s.now())
 	if err != nil {
 		return perch.Scope{}, "", err
 	}
 	if t.Sender != sender {
 		return perch.Scope{}, "", perch.Errorf(perch.EFORBIDDEN, "This token is for the %s receiver (/webhooks/%s), not %s.", t.Sender, t.Sender, sender)
 	}
-	if t.LastUsedAt == nil || s.now().Sub(*t.LastUsedAt) >= time.Minute {
+	if touch {
 		if err := s.store.TouchWebhookToken(r.Context(), t.ID, time.Minute); err != nil {
 			return perch.Scope{}, "", err
 		}

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
@@ -24,9 +26,28 @@ type Stored struct {
 	Duplicate    bool
 }
 
-const insertNotification = `INSERT INTO notifications
-	(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
+// insertNotifications returns the statement that inserts rows notifications
+// at once. A row whose dedupe key is stored already is skipped, and the
+// statement returns the id and key of each row it did insert.
+func insertNotifications(rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO notifications
+	(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(` ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key`)
+	return b.String()
+}
+
+// insertChunks are the row counts of the multi-row insert statements, largest
+// first: a batch is cut into these, so a handful of prepared statements
+// serve every batch size, and one statement's overhead is shared by up to 64
+// rows.
+var insertChunks = []int{64, 16, 4, 1}
 
 // notificationsLock is the PostgreSQL advisory lock that serializes
 // notification inserts across instances, so that ids become visible in
@@ -39,41 +60,34 @@ const notificationsLock = 7_310_001
 func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification) ([]Stored, error) {
 	now := s.now()
 	out := make([]Stored, len(batch))
-	// Prepared before the transaction: on SQLite the transaction holds the
-	// only writer connection, which preparing would wait for.
-	prepared, err := s.prepared(ctx, s.w, insertNotification)
-	if err != nil {
-		return nil, err
+	// Statements are prepared before the transaction: on SQLite the
+	// transaction holds the only writer connection, which preparing would
+	// wait for.
+	prepared := make(map[int]*sql.Stmt, len(insertChunks))
+	for rest := len(batch); rest > 0; {
+		size := chunkSize(rest)
+		if prepared[size] == nil {
+			st, err := s.prepared(ctx, s.w, insertNotifications(size))
+			if err != nil {
+				return nil, err
+			}
+			prepared[size] = st
+		}
+		rest -= size
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if s.dialect == Postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
 				return err
 			}
 		}
-		insert := tx.StmtContext(ctx, prepared)
-		for i, nn := range batch {
-			n := nn.Notification
-			n.CreatedAt, n.Read = now, false
-			var key sql.NullString
-			if nn.DedupeKey != "" {
-				key = sql.NullString{String: nn.DedupeKey, Valid: true}
-			}
-			var id int64
-			err := insert.QueryRowContext(ctx, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key).Scan(&id)
-			if err == sql.ErrNoRows {
-				existing, err := scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), nn.DedupeKey))
-				if err != nil {
-					return err
-				}
-				out[i] = Stored{Notification: *existing, Duplicate: true}
-				continue
-			}
+		for start := 0; start < len(batch); {
+			size := chunkSize(len(batch) - start)
+			err := s.insertChunk(ctx, tx, tx.StmtContext(ctx, prepared[size]), now, batch[start:start+size], out[start:start+size])
 			if err != nil {
 				return err
 			}
-			n.ID = strconv.FormatInt(id, 10)
-			out[i] = Stored{Notification: n}
+			start += size
 		}
 		return nil
 	})
@@ -81,6 +95,78 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		return nil, err
 	}
 	return out, nil
+}
+
+func chunkSize(rows int) int {
+	for _, n := range insertChunks {
+		if rows >= n {
+			return n
+		}
+	}
+	return 1
+}
+
+// insertChunk inserts one statement's worth of rows and fills out. Ids come
+// in the order of the VALUES rows, so sorted they pair off with the rows
+// that were inserted: every row but those whose key was stored before (or
+// earlier in the same batch), which are duplicates.
+func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+	args := make([]any, 0, 10*len(chunk))
+	for _, nn := range chunk {
+		n := &nn.Notification
+		var key sql.NullString
+		if nn.DedupeKey != "" {
+			key = sql.NullString{String: nn.DedupeKey, Valid: true}
+		}
+		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key)
+	}
+	rows, err := insert.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	inserted := map[string]bool{}
+	for rows.Next() {
+		var id int64
+		var key sql.NullString
+		if err := rows.Scan(&id, &key); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+		if key.Valid {
+			inserted[key.String] = true
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	slices.Sort(ids)
+	next := 0
+	for i, nn := range chunk {
+		if k := nn.DedupeKey; k != "" {
+			if !inserted[k] {
+				existing, err := scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
+				if err != nil {
+					return err
+				}
+				out[i] = Stored{Notification: *existing, Duplicate: true}
+				continue
+			}
+			delete(inserted, k) // a later row with the same key is a duplicate of this one
+		}
+		if next >= len(ids) {
+			return fmt.Errorf("insert notifications: %d ids returned for more rows", len(ids))
+		}
+		n := nn.Notification
+		n.ID, n.CreatedAt, n.Read = strconv.FormatInt(ids[next], 10), now, false
+		out[i] = Stored{Notification: n}
+		next++
+	}
+	return nil
 }
 
 const notificationColumns = `n.id, n.scope_type, n.scope_id, n.tab, n.title, n.message, n.severity, n.source, n.url, n.created_at`

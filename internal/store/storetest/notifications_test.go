@@ -100,3 +100,92 @@ func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
 		}
 	})
 }
+
+// TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries stores batches
+// large enough to span several multi-row statements, with keys seen in an
+// earlier batch, keys repeated within the batch, and rows without a key.
+func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		scope := perch.Scope{Type: perch.ScopeAll}
+		row := func(title, key string) store.NewNotification {
+			return store.NewNotification{DedupeKey: key, Notification: perch.Notification{Title: title, Tab: "T", Severity: "info", Source: "inbound", Scope: scope}}
+		}
+		first, err := s.InsertNotifications(ctx, []store.NewNotification{row("early", "k-early")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batch []store.NewNotification
+		for i := range 90 { // 64 + 16 + 4 + 4 + 1 + 1 rows
+			switch {
+			case i == 5 || i == 70:
+				batch = append(batch, row(fmt.Sprintf("again %d", i), "k-early"))
+			case i%10 == 3:
+				batch = append(batch, row(fmt.Sprintf("keyed %d", i), fmt.Sprintf("k%d", i)))
+			case i == 81:
+				batch = append(batch, row("repeat of 13", "k13")) // repeats a key from another statement
+			case i == 14:
+				batch = append(batch, row("repeat of 13 at once", "k13"))
+			default:
+				batch = append(batch, row(fmt.Sprintf("plain %d", i), ""))
+			}
+		}
+		stored, err := s.InsertNotifications(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) != len(batch) {
+			t.Fatalf("%d results for %d rows", len(stored), len(batch))
+		}
+		var last int64
+		for i, st := range stored {
+			id, _ := store.ParseNotificationID(st.Notification.ID)
+			switch i {
+			case 5, 70:
+				if !st.Duplicate || st.Notification.ID != first[0].Notification.ID || st.Notification.Title != "early" {
+					t.Fatalf("row %d = %+v; want a duplicate of the earlier delivery", i, st)
+				}
+				continue
+			case 14, 81:
+				if !st.Duplicate || st.Notification.ID != stored[13].Notification.ID || st.Notification.Title != "keyed 13" {
+					t.Fatalf("row %d = %+v; want a duplicate of row 13", i, st)
+				}
+				continue
+			}
+			if st.Duplicate || st.Notification.Title != batch[i].Notification.Title || id <= last {
+				t.Fatalf("row %d = %+v (previous id %d); want it stored, with a larger id", i, st, last)
+			}
+			last = id
+		}
+		all, err := s.Notifications(ctx, &perch.Audience{UserID: "nobody", OrgID: "none"}, "0", 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 + len(batch) - 4; len(all) != want {
+			t.Fatalf("%d notifications stored, want %d", len(all), want)
+		}
+	})
+}
+
+// BenchmarkInsertNotifications is the ingest writer's cost per notification
+// at a typical group-commit batch size.
+func BenchmarkInsertNotifications(b *testing.B) {
+	for _, size := range []int{1, 32} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			s := storetest.New(b, store.SQLite)
+			batch := make([]store.NewNotification, size)
+			for i := range batch {
+				batch[i] = store.NewNotification{Notification: perch.Notification{Title: "Deploy finished", Message: "api v1.2.3 is live",
+					Tab: "Deploys", Severity: "info", Source: "inbound", Scope: perch.Scope{Type: perch.ScopeOrg, ID: "org_1"}}}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.InsertNotifications(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/notification")
+		})
+	}
+}
