@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -97,9 +99,12 @@ func connect(ctx context.Context, base, token string, n int, onFrame func(title 
 				return
 			}
 			out[i] = &client{conn: conn}
+			// Reads take no context, which would cost a timer per frame;
+			// the connection is closed when ctx ends instead.
+			context.AfterFunc(ctx, func() { conn.CloseNow() })
 			go func() {
 				for {
-					_, data, err := conn.Read(ctx)
+					_, data, err := conn.Read(context.Background())
 					if err != nil {
 						return
 					}
@@ -288,7 +293,9 @@ func fanout(base, token, webhook string, n int) error {
 }
 
 // idle connects clients that then do nothing, and reports the server's
-// resident memory per connection.
+// memory per connection twice: resident memory, once it has settled (the Go
+// runtime returns the handshakes' garbage to the system gradually), and the
+// heap and goroutine stacks in use, from the server's own metrics.
 func idle(base, token string, n, pid int) error {
 	if pid == 0 {
 		return fmt.Errorf("-pid is required")
@@ -299,16 +306,63 @@ func idle(base, token string, n, pid int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := connect(ctx, base, token, n, nil); err != nil {
-		return err
-	}
-	time.Sleep(3 * time.Second) // let the server's allocations settle
-	after, err := rss(pid)
+	inUseBefore, err := goMemoryInUse(base)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("idle connections: %d; server RSS %d KiB -> %d KiB: %.1f KiB per connection\n", n, before, after, float64(after-before)/float64(n))
+	if _, err := connect(ctx, base, token, n, nil); err != nil {
+		return err
+	}
+	// Settled: no change of more than 1% over 3 s, or 60 s at most.
+	var after int64
+	for prev, start := int64(0), time.Now(); time.Since(start) < time.Minute; prev = after {
+		time.Sleep(3 * time.Second)
+		if after, err = rss(pid); err != nil {
+			return err
+		}
+		if prev > 0 && math.Abs(float64(after-prev)) < 0.01*float64(prev) {
+			break
+		}
+	}
+	inUseAfter, err := goMemoryInUse(base)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle connections: %d; server RSS %d KiB -> %d KiB: %.1f KiB per connection (Go heap and stacks in use: %.1f KiB per connection)\n",
+		n, before, after, float64(after-before)/float64(n), float64(inUseAfter-inUseBefore)/1024/float64(n))
 	return nil
+}
+
+// goMemoryInUse reads the server's heap and goroutine stack bytes in use
+// from its /metrics.
+func goMemoryInUse(base string) (int64, error) {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	found := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, name := range []string{"go_memstats_heap_inuse_bytes ", "go_memstats_stack_inuse_bytes "} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return 0, err
+				}
+				total += f
+				found++
+			}
+		}
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("/metrics has no go_memstats heap and stack figures")
+	}
+	return int64(total), nil
 }
 
 func rss(pid int) (int64, error) {

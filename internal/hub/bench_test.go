@@ -12,7 +12,7 @@ func BenchmarkDeliverOrg10k(b *testing.B) {
 	h := New()
 	clients := make([]*Client, 10_000)
 	for i := range clients {
-		clients[i] = NewClient(perch.Audience{UserID: "u", OrgID: "org"}, 4)
+		clients[i] = NewClient(perch.Audience{UserID: "u", OrgID: "org"}, 4, func() {})
 		h.Add(clients[i])
 	}
 	m := note("1", perch.ScopeOrg, "org")

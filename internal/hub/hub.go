@@ -21,32 +21,28 @@ type Frame struct {
 	Data []byte
 }
 
-// Client is one connection's place in the hub.
+// Client is one connection's place in the hub. The hub never waits for a
+// client and holds no goroutine for it: it queues frames and calls the
+// client's notify function, which starts whatever writes them out.
 type Client struct {
 	Audience perch.Audience
-	// Gone is closed when the hub drops the client: too slow, or its grants
-	// changed (it must reconnect to get its new audience).
-	Gone chan struct{}
-	// Reason says why Gone was closed.
-	Reason string
 
 	// The queue grows with a burst and is let go when drained, so an idle
 	// client costs next to nothing while a busy one can fall up to max
 	// frames behind before it counts as too slow.
-	mu    sync.Mutex
-	queue []Frame
-	max   int
-	wake  chan struct{}
-	once  sync.Once
+	mu     sync.Mutex
+	queue  []Frame
+	max    int
+	reason string // why the hub dropped the client; "" while it is connected
+	notify func()
 }
 
-// NewClient returns a client that may fall up to max frames behind.
-func NewClient(a perch.Audience, max int) *Client {
-	return &Client{Audience: a, Gone: make(chan struct{}), max: max, wake: make(chan struct{}, 1)}
+// NewClient returns a client that may fall up to max frames behind. notify
+// is called, without blocking, whenever frames start waiting in an empty
+// queue and when the client is dropped; then call Take and Dropped.
+func NewClient(a perch.Audience, max int, notify func()) *Client {
+	return &Client{Audience: a, max: max, notify: notify}
 }
-
-// Wake receives when frames are waiting; then call Take.
-func (c *Client) Wake() <-chan struct{} { return c.wake }
 
 // Take appends every waiting frame to buf, in order, and empties the queue.
 func (c *Client) Take(buf []Frame) []Frame {
@@ -61,27 +57,54 @@ func (c *Client) Take(buf []Frame) []Frame {
 	return buf
 }
 
+// Pending reports whether frames are waiting or the client was dropped:
+// whether there is anything for its writer to do.
+func (c *Client) Pending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) > 0 || c.reason != ""
+}
+
+// Dropped returns why the hub dropped the client, or "" if it has not: too
+// slow, its grants changed (it must reconnect to get its new audience), or
+// the server is going away.
+func (c *Client) Dropped() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
 // offer queues f without waiting; false when the client is too far behind.
 func (c *Client) offer(f Frame) bool {
 	c.mu.Lock()
+	if c.reason != "" {
+		c.mu.Unlock()
+		return true // on its way out; nothing more to send
+	}
 	if len(c.queue) >= c.max {
 		c.mu.Unlock()
 		return false
 	}
+	first := len(c.queue) == 0
 	c.queue = append(c.queue, f)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is pending already
+	if first {
+		c.notify()
 	}
 	return true
 }
 
 func (c *Client) drop(reason string) {
-	c.once.Do(func() {
-		c.Reason = reason
-		close(c.Gone)
-	})
+	c.mu.Lock()
+	first := c.reason == ""
+	if first {
+		c.reason = reason
+		c.queue = nil
+	}
+	c.mu.Unlock()
+	if first {
+		c.notify()
+	}
 }
 
 // Reasons a client is dropped.

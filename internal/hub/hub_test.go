@@ -12,6 +12,8 @@ func note(id, scopeType, scopeID string) perch.FanoutMessage {
 	return perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &perch.Notification{ID: id, Title: id, Scope: perch.Scope{Type: scopeType, ID: scopeID}}}
 }
 
+func nop() {}
+
 func received(c *Client) []int64 {
 	var ids []int64
 	for _, f := range c.Take(nil) {
@@ -22,9 +24,9 @@ func received(c *Client) []int64 {
 
 func TestDeliverByAudience(t *testing.T) {
 	h := New()
-	ada := NewClient(perch.Audience{UserID: "ada", OrgID: "a", TeamIDs: []string{"ops"}}, 8)
-	bob := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8)
-	eve := NewClient(perch.Audience{UserID: "eve", OrgID: "e", TeamIDs: []string{"ops2"}}, 8)
+	ada := NewClient(perch.Audience{UserID: "ada", OrgID: "a", TeamIDs: []string{"ops"}}, 8, nop)
+	bob := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8, nop)
+	eve := NewClient(perch.Audience{UserID: "eve", OrgID: "e", TeamIDs: []string{"ops2"}}, 8, nop)
 	for _, c := range []*Client{ada, bob, eve} {
 		h.Add(c)
 	}
@@ -51,20 +53,15 @@ func TestDeliverByAudience(t *testing.T) {
 
 func TestSlowClientIsDroppedWithoutHoldingUpOthers(t *testing.T) {
 	h := New()
-	slow := NewClient(perch.Audience{UserID: "slow", OrgID: "a"}, 2)
-	fast := NewClient(perch.Audience{UserID: "fast", OrgID: "a"}, 100)
+	slow := NewClient(perch.Audience{UserID: "slow", OrgID: "a"}, 2, nop)
+	fast := NewClient(perch.Audience{UserID: "fast", OrgID: "a"}, 100, nop)
 	h.Add(slow)
 	h.Add(fast)
 	for i := range 10 {
 		h.Deliver(note(string(rune('1'+i)), perch.ScopeOrg, "a"))
 	}
-	select {
-	case <-slow.Gone:
-		if slow.Reason != ReasonSlow {
-			t.Fatalf("reason %q", slow.Reason)
-		}
-	default:
-		t.Fatal("the slow client was not dropped")
+	if r := slow.Dropped(); r != ReasonSlow {
+		t.Fatalf("the slow client was not dropped for being slow: %q", r)
 	}
 	if got := received(fast); len(got) != 10 {
 		t.Fatalf("the fast client got %d frames, want 10", len(got))
@@ -73,15 +70,18 @@ func TestSlowClientIsDroppedWithoutHoldingUpOthers(t *testing.T) {
 
 func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 	h := New()
-	ada1 := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8)
-	ada2 := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8)
-	bob := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8)
+	var calls [2]int
+	ada1 := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, func() { calls[0]++ })
+	ada2 := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, func() { calls[1]++ })
+	bob := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8, nop)
 	for _, c := range []*Client{ada1, ada2, bob} {
 		h.Add(c)
 	}
 	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutRead, UserID: "ada", IDs: []string{"7"}})
+	if calls != [2]int{1, 1} {
+		t.Fatalf("notify called %v times, want once for each of Ada's clients", calls)
+	}
 	for _, c := range []*Client{ada1, ada2} {
-		<-c.Wake()
 		if f := c.Take(nil); len(f) != 1 || string(f[0].Data) != `{"type":"read","data":{"ids":["7"]}}` {
 			t.Fatalf("frames %v", f)
 		}
@@ -90,15 +90,11 @@ func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 		t.Fatalf("bob got %v", got)
 	}
 	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: "bob"})
-	select {
-	case <-bob.Gone:
-	default:
-		t.Fatal("bob was not told to reconnect")
+	if r := bob.Dropped(); r != ReasonGrants {
+		t.Fatalf("bob was not told to reconnect: %q", r)
 	}
-	select {
-	case <-ada1.Gone:
-		t.Fatal("ada was dropped too")
-	default:
+	if r := ada1.Dropped(); r != "" {
+		t.Fatalf("ada was dropped too: %q", r)
 	}
 }
 
@@ -106,5 +102,33 @@ func TestNotificationFrame(t *testing.T) {
 	f := NotificationFrame(&perch.Notification{ID: "42", Title: "T", Scope: perch.Scope{Type: perch.ScopeAll}})
 	if f.ID != 42 || !strings.HasPrefix(string(f.Data), `{"type":"notification","data":{"id":"42",`) {
 		t.Fatalf("frame %d %s", f.ID, f.Data)
+	}
+}
+
+// notify is called when frames start waiting, not for every frame, so that
+// a busy client's writer is started once per burst; and once when dropped.
+func TestNotifyOncePerBurstAndOnDrop(t *testing.T) {
+	h := New()
+	calls := 0
+	c := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, func() { calls++ })
+	h.Add(c)
+	for i := range 3 {
+		h.Deliver(note(string(rune('1'+i)), perch.ScopeUser, "ada"))
+	}
+	if calls != 1 || !c.Pending() {
+		t.Fatalf("after a burst: %d calls, pending %v; want 1, true", calls, c.Pending())
+	}
+	received(c)
+	if c.Pending() {
+		t.Fatal("pending after Take")
+	}
+	h.Deliver(note("4", perch.ScopeUser, "ada"))
+	h.DropAll(ReasonShutdown)
+	h.DropAll(ReasonLost)
+	if calls != 3 || c.Dropped() != ReasonShutdown || !c.Pending() {
+		t.Fatalf("%d calls, dropped %q; want 3 calls and the first reason", calls, c.Dropped())
+	}
+	if got := received(c); len(got) != 0 {
+		t.Fatalf("a dropped client still has frames %v", got)
 	}
 }

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -54,150 +57,184 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
+	out := &batchWriter{timeout: wsWriteTimeout}
+	conn, err := websocket.Accept(&leanUpgrade{ResponseWriter: w, out: out}, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
 		return nil // Accept has answered the request
 	}
 	conn.SetReadLimit(wsReadLimit)
+	// Nothing of the request is kept: an idle connection would hold its
+	// contexts for hours. The replay stops at its next write when the
+	// connection ends, and its queries are bounded by the page size.
+	ctx := context.Background()
+	so := &socket{s: s, conn: conn, out: out, user: u}
+	so.writing.Store(true) // the replay writes first; live frames wait
+	so.client = hub.NewClient(*audience, wsQueue, so.wake)
+	so.ping = time.AfterFunc(wsPingEvery, so.pingPeer)
 	s.sockets.Add(1)
-	client := hub.NewClient(*audience, wsQueue)
-	s.hub.Add(client)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	done := func() {
-		cancel()
-		s.hub.Remove(client)
-		s.sockets.Done()
-	}
-	go s.readFrames(ctx, cancel, conn, u)
+	s.hub.Add(so.client)
+	go so.read()
 
-	last, err := s.replay(ctx, conn, audience, since)
-	if err != nil {
-		conn.Close(websocket.StatusInternalError, "replay failed")
-		if ctx.Err() == nil {
+	if err := so.replay(ctx, audience, since); err != nil {
+		if !errors.Is(err, net.ErrClosed) {
 			s.log.Error("websocket replay failed", "user", u.ID, "err", err)
 		}
-		done()
+		conn.Close(websocket.StatusInternalError, "replay failed")
 		return nil
 	}
-	// The connection lives on in a fresh goroutine: this one's stack grew
-	// deep in authentication, the store and the replay, and an idle
-	// connection should not keep that memory for hours.
-	go func() {
-		defer done()
-		s.relay(ctx, conn, client, last)
-	}()
+	// Live frames are written by a goroutine of their own, started now for
+	// what arrived during the replay and again whenever more arrive: an idle
+	// connection keeps only its reader.
+	go so.drain()
 	return nil
 }
 
-// replay sends what the user missed after since and the ready frame, and
-// returns the id of the newest notification the client now has. Without
+// socket is one connected client. While idle it costs one goroutine, the
+// reader, and a few hundred bytes of buffers: the writer runs only while
+// frames are waiting, and pings are timers.
+type socket struct {
+	s      *Server
+	conn   *websocket.Conn
+	out    *batchWriter
+	client *hub.Client
+	user   *perch.User
+	ping   *time.Timer
+
+	writing atomic.Bool // the replay or a drain goroutine is writing
+	// Owned by whoever is writing.
+	last   int64 // id of the newest notification the client has
+	frames []hub.Frame
+}
+
+// replay sends what the user missed after since and the ready frame. Without
 // since nothing is replayed, but the newest visible id still counts as had:
 // the ready frame tells the client, so it can resume from there.
-func (s *Server) replay(ctx context.Context, conn *websocket.Conn, a *perch.Audience, since string) (int64, error) {
-	var last int64
+func (so *socket) replay(ctx context.Context, a *perch.Audience, since string) error {
+	st := so.s.store
 	replayed, gap := 0, false
 	if since != "" {
 		var err error
-		if gap, err = s.store.ReplayGap(ctx, since); err != nil {
-			return 0, err
+		if gap, err = st.ReplayGap(ctx, since); err != nil {
+			return err
 		}
-		last, _ = store.ParseNotificationID(since)
+		so.last, _ = store.ParseNotificationID(since)
 		for cursor := since; ; {
-			page, err := s.store.Notifications(ctx, a, cursor, replayPage)
+			page, err := st.Notifications(ctx, a, cursor, replayPage)
 			if err != nil {
-				return 0, err
+				return err
 			}
+			frames := so.frames[:0]
 			for _, n := range page {
-				f := hub.NotificationFrame(n)
-				if err := write(ctx, conn, f.Data); err != nil {
-					return 0, err
-				}
-				last, cursor = f.ID, n.ID
-				replayed++
+				frames = append(frames, hub.NotificationFrame(n))
+				cursor = n.ID
 			}
+			if err := so.write(frames); err != nil {
+				return err
+			}
+			replayed += len(page)
 			if len(page) < replayPage {
 				break
 			}
 		}
-	}
-	if since == "" {
-		newest, err := s.store.Notifications(ctx, a, "", 1)
+		so.frames = nil
+	} else {
+		newest, err := st.Notifications(ctx, a, "", 1)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if len(newest) == 1 {
-			last, _ = store.ParseNotificationID(newest[0].ID)
+			so.last, _ = store.ParseNotificationID(newest[0].ID)
 		}
 	}
-	return last, write(ctx, conn, hub.ReadyFrame(replayed, gap, last).Data)
+	return so.write([]hub.Frame{hub.ReadyFrame(replayed, gap, so.last)})
 }
 
-// relay writes live frames until the connection ends or the hub drops the
-// client, and pings so that a dead peer is noticed.
-func (s *Server) relay(ctx context.Context, conn *websocket.Conn, client *hub.Client, last int64) {
-	ping := time.NewTicker(wsPingEvery)
-	defer ping.Stop()
-	pinging := false
-	pong := make(chan error, 1)
-	var frames []hub.Frame
+// wake is the hub's notify: frames are waiting, or the client was dropped.
+func (so *socket) wake() {
+	if so.writing.CompareAndSwap(false, true) {
+		go so.drain()
+	}
+}
+
+// drain writes what is waiting, then ends; or closes the connection when the
+// hub dropped the client.
+func (so *socket) drain() {
 	for {
-		select {
-		case <-client.Wake():
-			frames = client.Take(frames[:0])
-			for _, f := range frames {
-				if f.ID != 0 {
-					if f.ID <= last {
-						continue // the replay sent it already
-					}
-					last = f.ID
-				}
-				if err := write(ctx, conn, f.Data); err != nil {
-					conn.CloseNow()
-					return
-				}
-			}
-			if cap(frames) > 64 {
-				frames = nil
-			}
-		case <-client.Gone:
-			conn.Close(closeStatus[client.Reason], client.Reason)
-			return
-		case <-ping.C:
-			if pinging {
-				continue
-			}
-			pinging = true
-			go func() {
-				pctx, cancel := context.WithTimeout(ctx, wsPongWait)
-				defer cancel()
-				pong <- conn.Ping(pctx)
-			}()
-		case err := <-pong:
-			pinging = false
-			if err != nil {
-				conn.CloseNow() // no pong in time: the peer is gone
+		if reason := so.client.Dropped(); reason != "" {
+			so.conn.Close(closeStatus[reason], reason)
+			return // and stays the writer: nothing more is written
+		}
+		so.frames = so.client.Take(so.frames[:0])
+		if len(so.frames) > 0 {
+			if err := so.write(so.frames); err != nil {
+				so.conn.CloseNow()
 				return
 			}
-		case <-ctx.Done():
-			conn.CloseNow()
+			continue
+		}
+		if cap(so.frames) > 64 {
+			so.frames = nil
+		}
+		so.writing.Store(false)
+		// A frame queued between Take and Store has woken no one.
+		if !so.client.Pending() || !so.writing.CompareAndSwap(false, true) {
 			return
 		}
 	}
 }
 
-func write(ctx context.Context, conn *websocket.Conn, data []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
-	defer cancel()
-	return conn.Write(ctx, websocket.MessageText, data)
+// write sends frames in as few socket writes as it can, skipping
+// notifications the client has already.
+func (so *socket) write(frames []hub.Frame) error {
+	so.out.begin()
+	for _, f := range frames {
+		if f.ID != 0 {
+			if f.ID <= so.last {
+				continue // the replay sent it already
+			}
+			so.last = f.ID
+		}
+		// The context has no deadline: this only fills the batch, and
+		// the batch's write to the socket has one.
+		if err := so.conn.Write(context.Background(), websocket.MessageText, f.Data); err != nil {
+			so.out.end()
+			return err
+		}
+		if so.out.full() {
+			if err := so.out.end(); err != nil {
+				return err
+			}
+			so.out.begin()
+		}
+	}
+	return so.out.end()
 }
 
-// readFrames reads what the client sends (read receipts) and, by reading,
-// lets pongs and close frames through. It cancels the connection's context
-// when the peer goes away.
-func (s *Server) readFrames(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, u *perch.User) {
-	defer cancel()
+// pingPeer runs on a timer: a peer that does not answer a ping in time is
+// gone, and its connection is closed.
+func (so *socket) pingPeer() {
+	ctx, cancel := context.WithTimeout(context.Background(), wsPongWait)
+	err := so.conn.Ping(ctx)
+	cancel()
+	if err != nil {
+		so.conn.CloseNow()
+		return
+	}
+	so.ping.Reset(wsPingEvery)
+}
+
+// read reads what the client sends (read receipts) and, by reading, lets
+// pongs and close frames through. When the connection ends, for whatever
+// reason, it takes the client out of the hub.
+func (so *socket) read() {
+	defer func() {
+		so.ping.Stop()
+		so.s.hub.Remove(so.client)
+		so.conn.CloseNow()
+		so.s.sockets.Done()
+	}()
 	for {
-		_, data, err := conn.Read(ctx)
+		_, data, err := so.conn.Read(context.Background())
 		if err != nil {
 			return
 		}
@@ -210,9 +247,11 @@ func (s *Server) readFrames(ctx context.Context, cancel context.CancelFunc, conn
 		if json.Unmarshal(data, &in) != nil || in.Type != "read" || len(in.Data.IDs) == 0 || len(in.Data.IDs) > maxHistoryLimit {
 			continue // not something a client of ours sends; ignore it
 		}
-		if _, err := s.readAndTell(ctx, u, in.Data.IDs, false); err != nil && ctx.Err() == nil {
-			s.log.Warn("websocket read receipt failed", "user", u.ID, "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), wsWriteTimeout)
+		if _, err := so.s.readAndTell(ctx, so.user, in.Data.IDs, false); err != nil {
+			so.s.log.Warn("websocket read receipt failed", "user", so.user.ID, "err", err)
 		}
+		cancel()
 	}
 }
 

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Buffers of an upgraded connection. An idle WebSocket should cost little:
+// clients send only small read receipts, and frames for the client are
+// gathered by a batchWriter while they are being written, so the buffers
+// that live as long as the connection can be tiny.
+const (
+	wsReadBuffer  = 128
+	wsWriteBuffer = 64
+	wsBatchFlush  = 64 << 10 // bytes gathered before a write to the socket
+)
+
+// leanUpgrade lets coder/websocket take over the connection with small
+// buffers, and writes through a batchWriter, instead of the 4 KiB buffers
+// net/http hands out.
+type leanUpgrade struct {
+	http.ResponseWriter
+	out *batchWriter
+}
+
+func (u *leanUpgrade) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(u.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	var in io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 { // a client may send frames right after the handshake
+		early, _ := brw.Reader.Peek(n)
+		in = io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn)
+	}
+	u.out.conn = conn
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(in, wsReadBuffer), bufio.NewWriterSize(u.out, wsWriteBuffer)), nil
+}
+
+// batchWriter is what a connection's frames are written to. Between begin
+// and end it gathers them in memory, so a burst of frames costs one write to
+// the socket; otherwise (pongs, close frames) it writes straight through.
+// Every write to the socket has a deadline of between timeout/2 and
+// timeout.
+type batchWriter struct {
+	conn     net.Conn
+	timeout  time.Duration
+	mu       sync.Mutex
+	deadline time.Time // of writes to conn
+	batching bool
+	buf      *[]byte
+}
+
+var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (b *batchWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.batching {
+		*b.buf = append(*b.buf, p...)
+		return len(p), nil
+	}
+	return b.write(p)
+}
+
+// write writes p to the socket. The deadline is moved on only when half of
+// it has passed, which keeps a write from hanging for longer than timeout
+// without resetting a timer for every frame.
+func (b *batchWriter) write(p []byte) (int, error) {
+	if now := time.Now(); b.deadline.Sub(now) < b.timeout/2 {
+		b.deadline = now.Add(b.timeout)
+		if err := b.conn.SetWriteDeadline(b.deadline); err != nil {
+			return 0, err
+		}
+	}
+	return b.conn.Write(p)
+}
+
+// begin starts gathering.
+func (b *batchWriter) begin() {
+	b.mu.Lock()
+	b.batching = true
+	b.buf = batchBuffers.Get().(*[]byte)
+	b.mu.Unlock()
+}
+
+// full reports whether enough is gathered to be worth a write now.
+func (b *batchWriter) full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(*b.buf) >= wsBatchFlush
+}
+
+// end writes what was gathered and stops gathering.
+func (b *batchWriter) end() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batching = false
+	buf := b.buf
+	b.buf = nil
+	var err error
+	if len(*buf) > 0 {
+		_, err = b.write(*buf)
+	}
+	if cap(*buf) <= wsBatchFlush*2 {
+		*buf = (*buf)[:0]
+		batchBuffers.Put(buf)
+	}
+	return err
+}
