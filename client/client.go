@@ -219,3 +219,11 @@ func discard(res *http.Response) {
 	io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
 }
+
+// Call sends any request of the API (path under the server root, such as
+// "/api/v1/org/teams") with in as its JSON body when not nil, and decodes the
+// "data" of a success into out when not nil. It is for endpoints without a
+// method of their own; errors are *perch.Error as everywhere.
+func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
+	return c.do(ctx, request{method: method, path: path, body: in, out: out})
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/web"
 )
 
 // apiTokenTouchEvery bounds how often a token's last_verified_at is written.
@@ -38,13 +39,27 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// principalFromRequest authenticates by the Authorization header or, for
+// the dashboard's pages and scripts, by the session cookie. A browser sends
+// the cookie whichever site made the request, so a state-changing request
+// that relies on it must come from the dashboard's own origin.
 func (s *Server) principalFromRequest(r *http.Request) (*perch.Principal, error) {
-	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	raw = strings.TrimSpace(raw)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || raw == "" {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, raw, ok := strings.Cut(h, " ")
+		raw = strings.TrimSpace(raw)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || raw == "" {
+			return nil, errNoCredential
+		}
+		return s.principalFromToken(r.Context(), raw)
+	}
+	c, err := r.Cookie(web.SessionCookie)
+	if err != nil || c.Value == "" {
 		return nil, errNoCredential
 	}
-	return s.principalFromToken(r.Context(), raw)
+	if err := s.web.CheckOrigin(r); err != nil {
+		return nil, err
+	}
+	return s.principalFromToken(r.Context(), c.Value)
 }
 
 // principalFromToken resolves a raw bearer token of either kind.

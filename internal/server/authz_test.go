@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -18,6 +19,7 @@ type world struct {
 	owner, admin, member, target, outsider, root *account
 	team, invitation, invitationToken            string
 	ownerToken, announcement                     string
+	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
 }
 
 func newWorld(a *api, n int) *world {
@@ -41,6 +43,7 @@ func newWorld(a *api, n int) *world {
 	w.invitationToken = a.mailedToken(frank, "/invitations/accept")
 	w.ownerToken = a.apiToken(w.owner, "laptop")
 	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).data()["id"].(string)
+	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).data()["session_id"].(string)
 	return w
 }
 
@@ -67,6 +70,10 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/auth/forgot-password", map[string]string{"email": "who@example.com"}, [6]int{202, 202, 202, 202, 202, 202}},
 	{"POST", "/api/v1/auth/refresh", map[string]string{"refresh_token": "prf_x"}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"POST", "/api/v1/auth/verify-email", map[string]string{"token": "pem_x"}, [6]int{400, 400, 400, 400, 400, 400}},
+	{"GET", "/api/v1/auth/device/authorize?port=8080&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"GET", "/api/v1/auth/device/status/{deviceSession}?code_verifier={deviceVerifier}", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/auth/device/exchange", map[string]string{"session_id": "{deviceSession}", "code": "dvc_x", "code_verifier": "{deviceVerifier}"}, [6]int{409, 409, 409, 409, 409, 409}},
+	{"POST", "/api/v1/auth/device/complete", map[string]string{"session_id": "{deviceSession}"}, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/users/me", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"PATCH", "/api/v1/users/me", map[string]string{"name": "Renamed"}, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/users/me/features", nil, [6]int{401, 200, 200, 200, 200, 200}},
@@ -102,7 +109,7 @@ var authzCases = []authzCase{
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
 		"{owner}", w.owner.ID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation,
-		"{invitationToken}", w.invitationToken).Replace(s)
+		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 
 // TestAuthorizationMatrix walks every route as every kind of caller, each

@@ -26,6 +26,12 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/auth/refresh", s.handle(s.refresh))
 	m.Handle("POST /api/v1/auth/logout", s.handle(s.logout))
 
+	// Desktop sign-in (device/PKCE flow).
+	m.Handle("GET /api/v1/auth/device/authorize", s.perIP(s.handle(s.deviceAuthorize)))
+	m.Handle("POST /api/v1/auth/device/complete", s.signedIn(s.deviceComplete))
+	m.Handle("POST /api/v1/auth/device/exchange", s.perIP(s.handle(s.deviceExchange)))
+	m.Handle("GET /api/v1/auth/device/status/{session_id}", s.devicePolling(s.handle(s.deviceStatus)))
+
 	// The signed-in user.
 	m.Handle("GET /api/v1/users/me", s.signedIn(s.me))
 	m.Handle("PATCH /api/v1/users/me", s.signedIn(s.updateMe))
@@ -77,6 +83,49 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/admin/announcements", s.allowed(perch.PlatformAdmin, s.createAnnouncement))
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
+
+	// The dashboard (internal/web): pages outside /api/v1, rendered on the
+	// server; every form post is checked for a cross-origin sender.
+	d := s.web
+	m.HandleFunc("GET /assets/", d.Assets)
+	m.Handle("GET /{$}", d.Public(d.Home))
+	m.Handle("GET /signin", d.Public(d.SignInPage))
+	m.Handle("POST /signin", d.Public(d.SignIn))
+	m.Handle("GET /signup", d.Public(d.SignUpPage))
+	m.Handle("POST /signup", d.Public(d.SignUp))
+	m.Handle("POST /signout", d.Public(d.SignOut))
+	m.Handle("POST /session/refresh", d.Public(d.RefreshSession))
+	m.Handle("GET /forgot-password", d.Public(d.ForgotPasswordPage))
+	m.Handle("POST /forgot-password", d.Public(d.ForgotPassword))
+	m.Handle("GET /reset-password", d.Public(d.ResetPasswordPage))
+	m.Handle("POST /reset-password", d.Public(d.ResetPassword))
+	m.Handle("GET /verify-email", d.Public(d.VerifyEmailPage))
+	m.Handle("POST /verify-email", d.Public(d.VerifyEmail))
+	m.Handle("GET /invitations/accept", d.Public(d.AcceptInvitationPage))
+	m.Handle("POST /invitations/accept", d.Private(d.AcceptInvitation))
+	m.Handle("GET /device", d.Private(d.DevicePage))
+	m.Handle("GET /notifications", d.Private(d.Notifications))
+	m.Handle("GET /webhook-tokens", d.Private(d.WebhookTokens))
+	m.Handle("POST /webhook-tokens", d.Private(d.CreateWebhookToken))
+	m.Handle("POST /webhook-tokens/{id}/delete", d.Private(d.DeleteWebhookToken))
+	m.Handle("GET /api-tokens", d.Private(d.APITokens))
+	m.Handle("POST /api-tokens", d.Private(d.CreateAPIToken))
+	m.Handle("POST /api-tokens/{id}", d.Private(d.UpdateAPIToken))
+	m.Handle("POST /api-tokens/{id}/delete", d.Private(d.DeleteAPIToken))
+	m.Handle("GET /org", d.Private(d.Org))
+	m.Handle("POST /org", d.Private(d.UpdateOrg))
+	m.Handle("POST /org/members/{userId}/role", d.Private(d.SetMemberRole))
+	m.Handle("POST /org/members/{userId}/remove", d.Private(d.RemoveMember))
+	m.Handle("POST /org/teams", d.Private(d.CreateTeam))
+	m.Handle("POST /org/teams/{id}/delete", d.Private(d.DeleteTeam))
+	m.Handle("POST /org/teams/{id}/members", d.Private(d.AddTeamMember))
+	m.Handle("POST /org/teams/{id}/members/{userId}/remove", d.Private(d.RemoveTeamMember))
+	m.Handle("POST /org/invitations", d.Private(d.Invite))
+	m.Handle("POST /org/invitations/{id}/revoke", d.Private(d.RevokeInvitation))
+	m.Handle("GET /profile", d.Private(d.Profile))
+	m.Handle("POST /profile", d.Private(d.UpdateProfile))
+	m.Handle("POST /profile/password", d.Private(d.ChangePassword))
+	m.Handle("GET /plans", d.Private(d.Plans))
 
 	// Anything else: 404, or 405 when the path exists for another method.
 	m.Handle("/", s.handle(s.unmatched))

@@ -21,6 +21,7 @@ import (
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/web"
 )
 
 // Options are a Server's dependencies and settings.
@@ -70,6 +71,7 @@ type Server struct {
 	ingest  *ingest.Writer
 	sockets sync.WaitGroup // WebSocket connections being served
 	tokens  *tokenCache    // webhook tokens by hash
+	web     *web.Dashboard
 }
 
 // New returns a Server with every route in place.
@@ -92,6 +94,9 @@ func New(o Options) *Server {
 		ingest:  o.Ingest,
 		tokens:  newTokenCache(),
 	}
+	// The dashboard calls the API in-process, through the same middleware
+	// as any client.
+	s.web = web.New(web.Options{API: s, BaseURL: o.BaseURL, Logger: o.Logger})
 	for _, e := range o.AdminEmails {
 		s.admins[perch.NormalizeEmail(e)] = true
 	}

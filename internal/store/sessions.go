@@ -114,18 +114,22 @@ func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.
 	return u, sessionID, nil
 }
 
-// PruneSessions deletes expired tokens and sessions that have no live token
-// left, and returns how many tokens went.
+// PruneSessions deletes expired tokens, sessions that have no live token
+// left and device sign-ins expired for longer than DeviceSessionRetention,
+// and returns how many tokens went.
 func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
-	now := ms(s.now())
+	now := s.now()
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM session_tokens WHERE expires_at <= ?`), now)
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM session_tokens WHERE expires_at <= ?`), ms(now))
 		if err != nil {
 			return err
 		}
 		n, _ = res.RowsAffected()
-		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE NOT EXISTS (SELECT 1 FROM session_tokens t WHERE t.session_id = sessions.id)`)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE NOT EXISTS (SELECT 1 FROM session_tokens t WHERE t.session_id = sessions.id)`); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM device_sessions WHERE expires_at <= ?`), ms(now.Add(-DeviceSessionRetention)))
 		return err
 	})
 	return n, err

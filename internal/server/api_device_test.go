@@ -1,0 +1,495 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// rfcVerifier is the example verifier of RFC 7636 Appendix B.
+const rfcVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+
+const chromeAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+// deviceApp is the desktop app's side of one sign-in.
+type deviceApp struct {
+	port     int
+	verifier string
+	session  string
+}
+
+// newVerifier returns a fresh code verifier: 32 random bytes, base64url.
+func newVerifier() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// startDevice starts a sign-in the way the app does and checks the answer.
+func (a *api) startDevice(port int) *deviceApp {
+	a.t.Helper()
+	app := &deviceApp{port: port, verifier: newVerifier()}
+	q := url.Values{"port": {strconv.Itoa(port)}, "code_challenge": {perch.S256Challenge(app.verifier)}, "code_challenge_method": {"S256"}}
+	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, "Accept", "application/json"), 200).data()
+	app.session, _ = d["session_id"].(string)
+	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
+		a.t.Fatalf("session_id = %v", d["session_id"])
+	}
+	if d["verification_url"] != "http://perch.test/device?session_id="+app.session || d["expires_in"] != 600.0 {
+		a.t.Fatalf("authorize = %v", d)
+	}
+	return app
+}
+
+// approve has acc approve app's sign-in with JSON and returns the code the
+// callback URL carries.
+func (a *api) approve(acc *account, app *deviceApp) string {
+	a.t.Helper()
+	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, map[string]string{"session_id": app.session}), 200).data()
+	if d["status"] != "approved" {
+		a.t.Fatalf("complete = %v", d)
+	}
+	q := app.callback(a.t, d["redirect_url"].(string))
+	if q.Get("session_id") != app.session || !strings.HasPrefix(q.Get("code"), perch.DeviceCodePrefix) {
+		a.t.Fatalf("callback query = %v", q)
+	}
+	return q.Get("code")
+}
+
+// callback checks that link is app's loopback callback and returns its query.
+func (app *deviceApp) callback(tb testing.TB, link string) url.Values {
+	tb.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Scheme != "http" || u.Host != "127.0.0.1:"+strconv.Itoa(app.port) || u.Path != "/callback" {
+		tb.Fatalf("redirect %q is not http://127.0.0.1:%d/callback", link, app.port)
+	}
+	return u.Query()
+}
+
+func (a *api) exchange(app *deviceApp, code, verifier string) *response {
+	a.t.Helper()
+	return a.call("POST", "/api/v1/auth/device/exchange", "", map[string]string{"session_id": app.session, "code": code, "code_verifier": verifier})
+}
+
+func (a *api) deviceStatus(app *deviceApp, verifier string) *response {
+	a.t.Helper()
+	return a.call("GET", "/api/v1/auth/device/status/"+app.session+"?code_verifier="+url.QueryEscape(verifier), "", nil)
+}
+
+// form posts v as an HTML form would, and decodes a JSON answer.
+func (a *api) form(path, token string, v url.Values, headers ...string) *response {
+	a.t.Helper()
+	req := httptest.NewRequest("POST", path, strings.NewReader(v.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.srv.ServeHTTP(rec, req)
+	res := &response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(rec.Body.Bytes(), &res.Body); err != nil {
+			a.t.Fatalf("POST %s: body is not JSON: %v\n%s", path, err, rec.Body)
+		}
+	}
+	return res
+}
+
+// wantSignedIn checks that d is a sign-in of acc whose tokens work.
+func (a *api) wantSignedIn(d map[string]any, acc *account) {
+	a.t.Helper()
+	u, _ := d["user"].(map[string]any)
+	access, _ := d["access_token"].(string)
+	refresh, _ := d["refresh_token"].(string)
+	if u["id"] != acc.ID || !strings.HasPrefix(access, perch.AccessTokenPrefix) || !strings.HasPrefix(refresh, perch.RefreshTokenPrefix) ||
+		d["token_type"] != "Bearer" || d["expires_in"] != 900.0 {
+		a.t.Fatalf("sign-in = %v", d)
+	}
+	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.data()["id"] != acc.ID {
+		a.t.Fatalf("me = %v", me.data())
+	}
+	expect(a.t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 200)
+}
+
+func wantField(tb testing.TB, res *response, field string) {
+	tb.Helper()
+	if _, ok := res.fields()[field]; !ok {
+		tb.Fatalf("error fields %v do not name %s", res.fields(), field)
+	}
+}
+
+func TestDeviceSignIn(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" || len(st) != 1 {
+			t.Fatalf("status = %v", st)
+		}
+		code := a.approve(ada, app)
+		res := expect(t, a.exchange(app, code, app.verifier), 200)
+		a.wantSignedIn(res.data(), ada)
+
+		// The code works once; afterwards the status says the tokens went.
+		if res := expect(t, a.exchange(app, code, app.verifier), 409); !strings.Contains(res.Raw, "already used") {
+			t.Fatalf("second exchange: %s", res.Raw)
+		}
+		st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+		if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil {
+			t.Fatalf("status after the exchange = %v", st)
+		}
+	})
+}
+
+func TestDeviceCompleteByForm(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		res := a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "same-origin")
+		if res.Status != 303 {
+			t.Fatalf("status = %d, want 303: %s", res.Status, res.Raw)
+		}
+		loc := res.Header.Get("Location")
+		prefix := "http://127.0.0.1:53682/callback?session_id=" + app.session + "&code="
+		code, ok := strings.CutPrefix(loc, prefix)
+		if !ok || !strings.HasPrefix(code, perch.DeviceCodePrefix) || len(code) != len(perch.DeviceCodePrefix)+52 {
+			t.Fatalf("Location = %q, want %s<code>", loc, prefix)
+		}
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
+
+		// Denied by form: back to the app with access_denied.
+		app = a.startDevice(1024)
+		res = a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}, "action": {"deny"}})
+		if want := "http://127.0.0.1:1024/callback?error=access_denied&session_id=" + app.session; res.Status != 303 || res.Header.Get("Location") != want {
+			t.Fatalf("deny by form = %d %q, want 303 %q", res.Status, res.Header.Get("Location"), want)
+		}
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "denied" {
+			t.Fatalf("status = %v", st)
+		}
+	})
+}
+
+func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "cross-site"), 403)
+		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Origin", "https://evil.example"), 403)
+		// A JSON body sent as text/plain needs no preflight: refused too.
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, `{"session_id":"`+app.session+`"}`, "Sec-Fetch-Site", "cross-site"), 403)
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+			t.Fatalf("status = %v", st)
+		}
+	})
+}
+
+func TestDeviceCompleteRefusesAPITokens(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		a.apiToken(ada, "laptop")
+		app := a.startDevice(53682)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Token, map[string]string{"session_id": app.session}), 403)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", "", map[string]string{"session_id": app.session}), 401)
+	})
+}
+
+func TestDeviceAuthorizeFromABrowser(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		v := newVerifier()
+		res := a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(v), "", nil, "Accept", chromeAccept)
+		loc := res.Header.Get("Location")
+		id, ok := strings.CutPrefix(loc, "http://perch.test/device?session_id=")
+		if res.Status != 303 || !ok || !strings.HasPrefix(id, perch.DeviceSessionPrefix) {
+			t.Fatalf("authorize from a browser = %d %q, want 303 to the verification page", res.Status, loc)
+		}
+		app := &deviceApp{port: 53682, verifier: v, session: id}
+		if st := expect(t, a.deviceStatus(app, v), 200).data(); st["status"] != "pending" {
+			t.Fatalf("status = %v", st)
+		}
+	})
+}
+
+func TestDeviceWantsHTML(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"":                                   false,
+		"*/*":                                false,
+		"application/json":                   false,
+		"application/json, text/html":        false, // a tie: JSON
+		"text/html":                          true,
+		"text/*":                             true,
+		chromeAccept:                         true,
+		"text/html;q=0.5, application/json":  false,
+		"application/json;q=0.5, text/html":  true,
+		"text/html;q=0":                      false,
+		"text/html;q=nonsense, */*;q=0.1":    false,
+		"application/*;q=0.2, text/html":     true,
+		"text/plain, application/json;q=0.9": false,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		if got := wantsHTML(r); got != want {
+			t.Errorf("wantsHTML(Accept: %q) = %v, want %v", accept, got, want)
+		}
+	}
+}
+
+func TestDeviceStatusPolling(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		for range 3 {
+			if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+				t.Fatalf("status = %v", st)
+			}
+		}
+		code := a.approve(ada, app)
+		st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+		if st["status"] != "approved" || st["exchanged"] != nil {
+			t.Fatalf("first status after approval = %v", st)
+		}
+		a.wantSignedIn(st, ada)
+		for range 2 {
+			st = expect(t, a.deviceStatus(app, app.verifier), 200).data()
+			if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil || st["refresh_token"] != nil || st["user"] != nil {
+				t.Fatalf("later status = %v", st)
+			}
+		}
+		// The tokens went to the poll; the code buys nothing more.
+		expect(t, a.exchange(app, code, app.verifier), 409)
+	})
+}
+
+func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		code := a.approve(ada, app)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		tokens := 0
+		for i := range 8 {
+			wg.Go(func() {
+				<-start
+				var res *response
+				if i%2 == 0 {
+					res = a.exchange(app, code, app.verifier)
+				} else {
+					res = a.deviceStatus(app, app.verifier)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case res.Status == 200 && res.data()["access_token"] != nil:
+					tokens++
+				case res.Status == 409, res.Status == 200 && res.data()["exchanged"] == true:
+				default:
+					t.Errorf("unexpected answer %d: %s", res.Status, res.Raw)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if tokens != 1 {
+			t.Fatalf("%d answers carried tokens, want exactly 1", tokens)
+		}
+	})
+}
+
+func TestDeviceDeny(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 200).data()
+		if d["status"] != "denied" || d["redirect_url"] != "http://127.0.0.1:53682/callback?error=access_denied&session_id="+app.session {
+			t.Fatalf("deny = %v", d)
+		}
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "denied" || len(st) != 1 {
+			t.Fatalf("status = %v", st)
+		}
+		// Answered once: neither approving nor denying again changes it.
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session}), 409)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 409)
+		expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
+
+		// And an approved one cannot be denied afterwards.
+		app = a.startDevice(53682)
+		a.approve(ada, app)
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 409)
+		if !strings.Contains(res.Raw, "already approved") {
+			t.Fatalf("deny after approval: %s", res.Raw)
+		}
+	})
+}
+
+func TestDeviceCompleteBadBodies(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{}), 400), "session_id")
+		wantField(t, expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{}), 400), "session_id")
+		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "maybe"}), 400), "action")
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, "not json"), 400)
+	})
+}
+
+func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		code := a.approve(ada, app)
+
+		wantField(t, expect(t, a.exchange(app, code, newVerifier()), 400), "code_verifier")
+		wantField(t, expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 400), "code")
+		wantField(t, expect(t, a.exchange(app, code, "too-short"), 400), "code_verifier")
+		wantField(t, expect(t, a.exchange(app, code, strings.Repeat("a", 129)), 400), "code_verifier")
+		wantField(t, expect(t, a.exchange(app, code, app.verifier[:42]+"+"), 400), "code_verifier")
+		res := expect(t, a.call("POST", "/api/v1/auth/device/exchange", "", map[string]string{}), 400)
+		for _, f := range []string{"session_id", "code", "code_verifier"} {
+			wantField(t, res, f)
+		}
+		// Another sign-in's code does not fit this one.
+		other := a.startDevice(53683)
+		otherCode := a.approve(ada, other)
+		expect(t, a.exchange(app, otherCode, app.verifier), 400)
+
+		// Failed attempts do not spend the sign-in: a guesser holding only
+		// the session id cannot lock the app out.
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
+		expect(t, a.exchange(app, code, app.verifier), 409)
+	})
+}
+
+func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		a.approve(ada, app)
+		wantField(t, expect(t, a.call("GET", "/api/v1/auth/device/status/"+app.session, "", nil), 400), "code_verifier")
+		wantField(t, expect(t, a.deviceStatus(app, "short"), 400), "code_verifier")
+		if res := expect(t, a.deviceStatus(app, newVerifier()), 400); strings.Contains(res.Raw, "access_token") {
+			t.Fatalf("a wrong verifier got tokens: %s", res.Raw)
+		}
+		// The right verifier still gets them.
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+	})
+}
+
+func TestDeviceSignInExpires(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		unanswered := a.startDevice(53682)
+		approved := a.startDevice(53683)
+		late := a.startDevice(53684)
+		a.clock.Advance(perch.DeviceSessionTTL - time.Second)
+		code := a.approve(ada, approved)
+		a.clock.Advance(time.Second)
+
+		for _, app := range []*deviceApp{unanswered, approved, late} {
+			if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "expired" || len(st) != 1 {
+				t.Fatalf("status after 10 minutes = %v", st)
+			}
+		}
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.session}), 400)
+		if !strings.Contains(res.Raw, "expired") {
+			t.Fatalf("complete after expiry: %s", res.Raw)
+		}
+		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {late.session}, "action": {"deny"}}), 400)
+		res = expect(t, a.exchange(approved, code, approved.verifier), 400)
+		if !strings.Contains(res.Raw, "expired") {
+			t.Fatalf("exchange after expiry: %s", res.Raw)
+		}
+	})
+}
+
+func TestDeviceAuthorizeValidation(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		good := perch.S256Challenge(newVerifier())
+		authorize := func(port, challenge, method string) *response {
+			q := url.Values{"port": {port}, "code_challenge": {challenge}}
+			if method != "" {
+				q.Set("code_challenge_method", method)
+			}
+			return a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil)
+		}
+		for _, port := range []string{"0", "80", "1023", "65536", "abc", "", "-8080", "8080.5"} {
+			wantField(t, expect(t, authorize(port, good, ""), 400), "port")
+		}
+		for _, port := range []string{"1024", "65535"} {
+			expect(t, authorize(port, good, ""), 200)
+		}
+		for _, challenge := range []string{"", good[:42], good + "A", good[:42] + "+", good[:42] + "=", strings.Repeat("a", 42) + "/"} {
+			wantField(t, expect(t, authorize("8080", challenge, ""), 400), "code_challenge")
+		}
+		for _, method := range []string{"plain", "s256", "SHA256"} {
+			res := expect(t, authorize("8080", good, method), 400)
+			wantField(t, res, "code_challenge_method")
+			if !strings.Contains(res.Raw, "S256") {
+				t.Fatalf("method %q: %s", method, res.Raw)
+			}
+		}
+		expect(t, authorize("8080", good, "S256"), 200)
+		// Every problem at once.
+		res := expect(t, authorize("80", "nope", "plain"), 400)
+		for _, f := range []string{"port", "code_challenge", "code_challenge_method"} {
+			wantField(t, res, f)
+		}
+	})
+}
+
+func TestDeviceUnknownSession(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		ghost := &deviceApp{port: 53682, verifier: rfcVerifier, session: "dev_unknown"}
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": ghost.session}), 404)
+		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {ghost.session}, "action": {"deny"}}), 404)
+		expect(t, a.exchange(ghost, perch.DeviceCodePrefix+"guess", ghost.verifier), 404)
+		expect(t, a.deviceStatus(ghost, ghost.verifier), 404)
+	})
+}
+
+// TestDevicePollingSparesTheSignInLimit: the app polls far more often than
+// the sign-in limit allows, in a bucket of its own.
+func TestDevicePollingSparesTheSignInLimit(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
+		o.AuthLimit = perch.Limit{Count: 3, Period: 15 * time.Minute}
+		o.UserLimit = perch.Limit{Count: 20, Period: time.Minute}
+	})
+	app := a.startDevice(53682) // 1 of the 3 sign-in requests
+	for range 20 {
+		expect(t, a.deviceStatus(app, app.verifier), 200)
+	}
+	expect(t, a.deviceStatus(app, app.verifier), 429)
+	expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "who@example.com", "password": goodPassword}), 401)
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 429)
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/web"
+)
+
+// browser is a cookie-keeping HTTP client of the dashboard that does not
+// follow redirects, so tests see them. It sends no Origin or Sec-Fetch-Site
+// unless told to, as non-browser clients do.
+type browser struct {
+	t    *testing.T
+	ts   *httptest.Server
+	http *http.Client
+}
+
+func newBrowser(t *testing.T, ts *httptest.Server) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, ts: ts, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	Status   int
+	Location string
+	Body     string
+	Cookies  []*http.Cookie
+}
+
+func (b *browser) do(method, path string, form url.Values, headers ...string) *page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.ts.URL+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := b.http.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return &page{Status: res.StatusCode, Location: res.Header.Get("Location"), Body: string(raw), Cookies: res.Cookies()}
+}
+
+func (b *browser) get(path string) *page { return b.do("GET", path, nil) }
+func (b *browser) post(path string, form url.Values, headers ...string) *page {
+	return b.do("POST", path, form, headers...)
+}
+
+func (p *page) expect(t *testing.T, status int, location string) *page {
+	t.Helper()
+	if p.Status != status || (location != "" && p.Location != location) {
+		t.Fatalf("status %d, location %q; want %d %q; body: %.400s", p.Status, p.Location, status, location, p.Body)
+	}
+	return p
+}
+
+func (p *page) contains(t *testing.T, texts ...string) *page {
+	t.Helper()
+	for _, s := range texts {
+		if !strings.Contains(p.Body, s) {
+			t.Fatalf("the page lacks %q: %.2000s", s, p.Body)
+		}
+	}
+	return p
+}
+
+func signUpInBrowser(t *testing.T, b *browser, name string) {
+	t.Helper()
+	b.post("/signup", url.Values{"name": {name}, "email": {emailFor(name)}, "password": {goodPassword}}).expect(t, 303, "/notifications")
+}
+
+func TestDashboardSendsVisitorsToSignInAndBack(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	b.get("/").expect(t, 303, "/signin")
+	b.get("/org?tab=teams").expect(t, 303, "/signin?next=%2Forg%3Ftab%3Dteams")
+	a.register("Ada")
+	b.post("/signin", url.Values{"email": {emailFor("Ada")}, "password": {goodPassword}, "next": {"/org?tab=teams"}}).expect(t, 303, "/org?tab=teams")
+	b.get("/org").expect(t, 200, "").contains(t, "<h1>Ada", "Members")
+
+	// Only paths of this site are followed after sign-in.
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", `/\evil.example`} {
+		b.post("/signin", url.Values{"email": {emailFor("Ada")}, "password": {goodPassword}, "next": {next}}).expect(t, 303, "/notifications")
+	}
+}
+
+func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {"not-an-address"}, "password": {"short"}})
+	p.expect(t, 400, "").contains(t, `value="Ada"`, `value="not-an-address"`, `class="problem"`)
+	if strings.Contains(p.Body, `value="short"`) {
+		t.Fatal("the password was put back into the form")
+	}
+	b.post("/signin", url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}).expect(t, 401, "").
+		contains(t, "The e-mail address or password is incorrect.")
+}
+
+func TestDashboardSessionCookies(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.BaseURL = "https://perch.test" })
+	b := newBrowser(t, a.live())
+	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {emailFor("Ada")}, "password": {goodPassword}})
+	p.expect(t, 303, "/notifications")
+	got := map[string]*http.Cookie{}
+	for _, c := range p.Cookies {
+		got[c.Name] = c
+	}
+	for _, name := range []string{web.SessionCookie, web.RefreshCookie} {
+		c := got[name]
+		if c == nil || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Value == "" {
+			t.Fatalf("cookie %s = %+v; want HttpOnly, Secure, SameSite=Lax, Path=/", name, c)
+		}
+	}
+	if !strings.HasPrefix(got[web.SessionCookie].Value, perch.AccessTokenPrefix) {
+		t.Fatalf("the session cookie holds %q", got[web.SessionCookie].Value)
+	}
+}
+
+func TestDashboardRenewsAnExpiredSession(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	signUpInBrowser(t, b, "Ada")
+	sessionCookies := func(p *page) (n int) {
+		for _, c := range p.Cookies {
+			if c.Name == web.SessionCookie || c.Name == web.RefreshCookie {
+				n++
+			}
+		}
+		return n
+	}
+	if n := sessionCookies(b.get("/profile").expect(t, 200, "")); n != 0 {
+		t.Fatalf("%d session cookies renewed while the session was fresh", n)
+	}
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	p := b.get("/profile").expect(t, 200, "").contains(t, emailFor("Ada"))
+	if n := sessionCookies(p); n != 2 {
+		t.Fatalf("%d session cookies renewed, want 2: %v", n, p.Cookies)
+	}
+	// The page's script renews the same way.
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.post("/session/refresh", nil).expect(t, 204, "")
+	b.do("GET", "/api/v1/notifications", nil).expect(t, 200, "")
+
+	// Signing out ends the session on the server too.
+	b.post("/signout", nil).expect(t, 303, "/signin")
+	b.get("/profile").expect(t, 303, "/signin?next=%2Fprofile")
+	b.post("/session/refresh", nil).expect(t, 401, "")
+}
+
+func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	signUpInBrowser(t, b, "Ada")
+	cross := []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}
+	b.post("/api-tokens", url.Values{"label": {"stolen"}}, cross...).expect(t, 403, "")
+	b.post("/signout", nil, cross...).expect(t, 403, "")
+	// The API, signed in by the cookie, too; reading stays allowed.
+	b.do("POST", "/api/v1/notifications/read", nil, cross...).expect(t, 403, "")
+	b.do("GET", "/api/v1/notifications", nil, cross...).expect(t, 200, "")
+	// The same from the dashboard itself works.
+	same := []string{"Origin", b.ts.URL, "Sec-Fetch-Site", "same-origin"}
+	b.post("/api-tokens", url.Values{"label": {"mine"}}, same...).expect(t, 200, "").contains(t, `id="raw-api-token"`)
+}
+
+func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	signUpInBrowser(t, b, "Ada")
+	p := b.post("/webhook-tokens", url.Values{"label": {"Prod"}, "sender": {"monitoring"}, "scope": {"user"}}).expect(t, 200, "")
+	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "curl -X POST")
+	start := strings.Index(p.Body, "whk_")
+	raw := p.Body[start : start+strings.IndexAny(p.Body[start:], `"<&'`)]
+	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Prod", "monitoring")
+	if strings.Contains(list.Body, raw) {
+		t.Fatal("the raw webhook token is shown again")
+	}
+	// It is a working token of that sender.
+	res := a.call("POST", "/webhooks/monitoring?token="+raw, "", map[string]any{"title": "Disk full", "alert_type": "error"})
+	expect(t, res, 200)
+
+	b.post("/webhook-tokens", url.Values{"label": {""}, "sender": {"inbound"}}).expect(t, 400, "").contains(t, `class="problem"`)
+}
+
+func TestDashboardOrganisationForms(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	signUpInBrowser(t, b, "Ada")
+	b.post("/org/teams", url.Values{"name": {"On call"}}).expect(t, 303, "/org")
+	p := b.post("/org/invitations", url.Values{"email": {"grace@example.com"}, "role": {"member"}}).expect(t, 200, "")
+	p.contains(t, "Invitation sent to grace@example.com.", `id="invite-link"`, "/invitations/accept?token=inv_")
+	b.get("/org").expect(t, 200, "").contains(t, "On call", "grace@example.com", "pending")
+	b.post("/org/invitations", url.Values{"email": {"nope"}}).expect(t, 400, "").contains(t, `class="alert"`)
+	a.mail.WaitFor(t, "grace@example.com")
+}

@@ -1,0 +1,51 @@
+package web
+
+import (
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// funcs are the helpers templates may call.
+var funcs = template.FuncMap{
+	// initial is the avatar letter of a name.
+	"initial": func(name string) string {
+		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(name))
+		if r == utf8.RuneError {
+			return "?"
+		}
+		return string(unicode.ToUpper(r))
+	},
+	// date shows a time the way a person reads it; nil is "never".
+	"date": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format("2 Jan 2006, 15:04 UTC")
+		case *time.Time:
+			if v == nil {
+				return "never"
+			}
+			return v.UTC().Format("2 Jan 2006, 15:04 UTC")
+		}
+		return ""
+	},
+	// value is what was typed into a form field, to show it again.
+	"value": func(v view, name string) string { return v.Form.Get(name) },
+	// problem is what is wrong with a field, if anything.
+	"problem": func(v view, name string) string { return v.Fields[name] },
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"price": func(p float64) string {
+		if p == 0 {
+			return "Free"
+		}
+		return "$" + strings.TrimSuffix(strconv.FormatFloat(p, 'f', 2, 64), ".00")
+	},
+}

@@ -1,0 +1,219 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
+)
+
+// Notifications is the live feed; the page's script loads the history and
+// listens on /ws.
+func (d *Dashboard) Notifications(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("notifications", view{Title: "Notifications", Nav: "notifications"})
+}
+
+// webhooksData is what the Webhooks page shows.
+type webhooksData struct {
+	Tokens  []*perch.WebhookToken
+	Teams   []*perch.Team
+	Created *client.CreatedWebhookToken // the token just made, shown once
+	CanOrg  bool                        // may create organisation tokens
+	Senders []sender
+}
+
+type sender struct{ Value, Name, Hint string }
+
+var senders = []sender{
+	{perch.SenderInbound, "Any system (JSON)", "POST {title, message, severity, tab}"},
+	{perch.SenderIncidents, "PagerDuty", "Incident webhooks (V3 or V2)"},
+	{perch.SenderCodeHost, "GitHub", "Pull requests, checks and pushes"},
+	{perch.SenderMonitoring, "Datadog", "Monitor alerts"},
+}
+
+func (c *call) webhooksData() (*webhooksData, error) {
+	data := &webhooksData{Senders: senders, CanOrg: c.user.OrgRole == perch.RoleOwner || c.user.OrgRole == perch.RoleAdmin}
+	if err := c.do(http.MethodGet, "/api/v1/webhook-tokens", nil, &data.Tokens); err != nil {
+		return nil, err
+	}
+	if err := c.do(http.MethodGet, "/api/v1/org/teams", nil, &data.Teams); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// WebhookTokens lists the user's webhook tokens, with the form for a new one.
+func (d *Dashboard) WebhookTokens(w http.ResponseWriter, r *http.Request, c *call) error {
+	data, err := c.webhooksData()
+	if err != nil {
+		return err
+	}
+	return c.page("webhooks", view{Title: "Webhooks", Nav: "webhooks", Data: data, Form: url.Values{"sender": {perch.SenderInbound}, "scope": {perch.ScopeUser}}})
+}
+
+// CreateWebhookToken makes a token and shows it, with its URL, this once.
+func (d *Dashboard) CreateWebhookToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	f := r.PostForm
+	in := client.WebhookTokenInput{Label: f.Get("label"), Sender: f.Get("sender"), Scope: f.Get("scope")}
+	if in.Scope == perch.ScopeTeam {
+		in.TeamID = f.Get("team_id")
+	}
+	created, createErr := c.api.CreateWebhookToken(r.Context(), in)
+	data, err := c.webhooksData()
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Webhooks", Nav: "webhooks", Data: data}
+	if createErr != nil {
+		return c.formError("webhooks", v, createErr)
+	}
+	data.Created = created
+	v.Form = url.Values{"sender": {perch.SenderInbound}, "scope": {perch.ScopeUser}}
+	return c.page("webhooks", v)
+}
+
+// DeleteWebhookToken deletes a token; deliveries with it fail at once.
+func (d *Dashboard) DeleteWebhookToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := c.api.DeleteWebhookToken(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	return c.redirect("/webhook-tokens", "The webhook token is deleted; deliveries with it are refused from now on.")
+}
+
+// apiTokensData is what the API tokens page shows.
+type apiTokensData struct {
+	Tokens  []*perch.APIToken
+	Created string // the raw token just made, shown once
+	Label   string
+}
+
+// APITokens lists the user's API tokens.
+func (d *Dashboard) APITokens(w http.ResponseWriter, r *http.Request, c *call) error {
+	data := &apiTokensData{}
+	var err error
+	if data.Tokens, err = c.api.APITokens(r.Context()); err != nil {
+		return err
+	}
+	return c.page("apitokens", view{Title: "API tokens", Nav: "api-tokens", Data: data})
+}
+
+// CreateAPIToken makes a token and shows its value this once.
+func (d *Dashboard) CreateAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	t, raw, createErr := c.api.CreateAPIToken(r.Context(), r.PostForm.Get("label"))
+	data := &apiTokensData{}
+	var err error
+	if data.Tokens, err = c.api.APITokens(r.Context()); err != nil {
+		return err
+	}
+	v := view{Title: "API tokens", Nav: "api-tokens", Data: data}
+	if createErr != nil {
+		return c.formError("apitokens", v, createErr)
+	}
+	data.Created, data.Label = raw, t.Label
+	return c.page("apitokens", v)
+}
+
+// UpdateAPIToken renames a token, or turns it off or on again.
+func (d *Dashboard) UpdateAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	in := map[string]any{}
+	msg := "The token is renamed."
+	switch r.PostForm.Get("action") {
+	case "deactivate":
+		in["is_active"], msg = false, "The token is deactivated: requests with it are refused until you turn it on again."
+	case "activate":
+		in["is_active"], msg = true, "The token is active again."
+	default:
+		in["label"] = r.PostForm.Get("label")
+	}
+	if err := c.do(http.MethodPatch, "/api/v1/tokens/"+url.PathEscape(r.PathValue("id")), in, nil); err != nil {
+		if perch.ErrorCode(err) == perch.EVALIDATION || perch.ErrorCode(err) == perch.EBADREQUEST {
+			return c.redirect("/api-tokens", "Not renamed: "+perch.ErrorMessage(err)+" "+fieldsText(err))
+		}
+		return err
+	}
+	return c.redirect("/api-tokens", msg)
+}
+
+// DeleteAPIToken deletes a token for good.
+func (d *Dashboard) DeleteAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := c.api.DeleteAPIToken(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	return c.redirect("/api-tokens", "The token is deleted.")
+}
+
+// Profile shows the user's name, address and password forms.
+func (d *Dashboard) Profile(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("profile", view{Title: "Profile", Nav: "profile", Form: url.Values{"name": {c.user.Name}, "email": {c.user.Email}}})
+}
+
+// UpdateProfile changes the name, and the address (which takes effect once
+// the link mailed to the new one is followed).
+func (d *Dashboard) UpdateProfile(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	f := r.PostForm
+	in := map[string]any{"name": f.Get("name")}
+	emailChange := f.Get("email") != c.user.Email
+	if emailChange {
+		in["email"], in["current_password"] = f.Get("email"), f.Get("current_password")
+	}
+	var out struct {
+		PendingEmail string `json:"pending_email"`
+	}
+	if err := c.do(http.MethodPatch, "/api/v1/users/me", in, &out); err != nil {
+		return c.formError("profile", view{Title: "Profile", Nav: "profile"}, err)
+	}
+	msg := "Your profile is saved."
+	if out.PendingEmail != "" {
+		msg = "Saved. We sent a link to " + out.PendingEmail + "; your address changes when you follow it."
+	}
+	return c.redirect("/profile", msg)
+}
+
+// ChangePassword sets a new password; the user's other sessions end.
+func (d *Dashboard) ChangePassword(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	f := r.PostForm
+	in := map[string]any{"password": f.Get("password"), "current_password": f.Get("current_password")}
+	if err := c.do(http.MethodPatch, "/api/v1/users/me", in, nil); err != nil {
+		v := view{Title: "Profile", Nav: "profile"}
+		err = c.formError("profile", v, err)
+		return err
+	}
+	return c.redirect("/profile", "Your password is changed; your other sign-ins have ended.")
+}
+
+// Plans lists the plans (checkout comes with billing).
+func (d *Dashboard) Plans(w http.ResponseWriter, r *http.Request, c *call) error {
+	var plans []*perch.Plan
+	if err := c.do(http.MethodGet, "/api/v1/billing/plans", nil, &plans); err != nil {
+		return err
+	}
+	var org perch.Org
+	if err := c.do(http.MethodGet, "/api/v1/org", nil, &org); err != nil {
+		return err
+	}
+	return c.page("plans", view{Title: "Plans", Nav: "plans", Data: map[string]any{"Plans": plans, "Org": org}})
+}
+
+// fieldsText joins an error's field problems into one sentence.
+func fieldsText(err error) string {
+	var pe *perch.Error
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(pe.Fields)) {
+		fmt.Fprintf(&b, "%s %s. ", k, pe.Fields[k])
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,192 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
+)
+
+// Home sends the browser to the feed, or to sign in.
+func (d *Dashboard) Home(w http.ResponseWriter, r *http.Request, c *call) error {
+	if c.signed {
+		return c.redirect("/notifications", "")
+	}
+	return c.redirect("/signin", "")
+}
+
+// safeNext is where to go after signing in: a path of this site only.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/notifications"
+	}
+	return next
+}
+
+// SignInPage shows the sign-in form; a signed-in visitor goes straight on.
+func (d *Dashboard) SignInPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	next := safeNext(r.URL.Query().Get("next"))
+	if c.signed {
+		if _, err := c.api.Me(r.Context()); err == nil {
+			return c.redirect(next, "")
+		}
+	}
+	return c.page("signin", view{Title: "Sign in", Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
+}
+
+// SignIn signs in with an address and a password.
+func (d *Dashboard) SignIn(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	s, err := c.api.Login(r.Context(), r.PostForm.Get("email"), r.PostForm.Get("password"))
+	if err != nil {
+		return c.formError("signin", view{Title: "Sign in"}, err)
+	}
+	c.setSession(s.AccessToken, s.RefreshToken)
+	return c.redirect(safeNext(r.PostForm.Get("next")), "")
+}
+
+// SignUpPage shows the registration form (with an invitation, the address
+// is the invited one).
+func (d *Dashboard) SignUpPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := r.URL.Query()
+	return c.page("signup", view{Title: "Create your account", Form: url.Values{
+		"invitation_token": {q.Get("invitation_token")}, "email": {q.Get("email")}, "next": {safeNext(q.Get("next"))},
+	}})
+}
+
+// SignUp creates an account and signs in.
+func (d *Dashboard) SignUp(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	f := r.PostForm
+	in := map[string]string{"name": f.Get("name"), "email": f.Get("email"), "password": f.Get("password")}
+	if t := f.Get("invitation_token"); t != "" {
+		in["invitation_token"] = t
+	}
+	var s client.Session
+	if err := c.do(http.MethodPost, "/api/v1/auth/register", in, &s); err != nil {
+		return c.formError("signup", view{Title: "Create your account"}, err)
+	}
+	c.setSession(s.AccessToken, s.RefreshToken)
+	msg := "Welcome to Perch! We sent a link to " + s.User.Email + " to confirm your address."
+	if s.User.EmailVerified {
+		msg = "Welcome to Perch!"
+	}
+	return c.redirect(safeNext(f.Get("next")), msg)
+}
+
+// SignOut ends the session on the server and forgets the cookies.
+func (d *Dashboard) SignOut(w http.ResponseWriter, r *http.Request, c *call) error {
+	if c.signed {
+		if err := c.api.Logout(r.Context()); err != nil && perch.ErrorCode(err) != perch.EUNAUTHORIZED {
+			d.log.Warn("signing out on the server failed", "err", err)
+		}
+	}
+	c.signOut()
+	return c.redirect("/signin", "You are signed out.")
+}
+
+// RefreshSession renews the session cookies for the page's script, whose
+// access token has expired. 204, or 401 when the session is over.
+func (d *Dashboard) RefreshSession(w http.ResponseWriter, r *http.Request, c *call) error {
+	if !c.signed {
+		w.WriteHeader(http.StatusUnauthorized)
+		return nil
+	}
+	refresh, _ := r.Cookie(RefreshCookie)
+	if refresh == nil {
+		w.WriteHeader(http.StatusUnauthorized)
+		return nil
+	}
+	var s client.Session
+	if err := c.do(http.MethodPost, "/api/v1/auth/refresh", map[string]string{"refresh_token": refresh.Value}, &s); err != nil {
+		c.signOut()
+		w.WriteHeader(http.StatusUnauthorized)
+		return nil
+	}
+	c.setSession(s.AccessToken, s.RefreshToken)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ForgotPasswordPage asks for the address to send a reset link to.
+func (d *Dashboard) ForgotPasswordPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("forgot", view{Title: "Reset your password"})
+}
+
+// ForgotPassword sends the link; the answer is the same whether or not the
+// address has an account.
+func (d *Dashboard) ForgotPassword(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	if err := c.do(http.MethodPost, "/api/v1/auth/forgot-password", map[string]string{"email": r.PostForm.Get("email")}, nil); err != nil {
+		return c.formError("forgot", view{Title: "Reset your password"}, err)
+	}
+	return c.page("forgot", view{Title: "Reset your password", Data: map[string]string{"sent": r.PostForm.Get("email")}})
+}
+
+// ResetPasswordPage is where the mailed link lands.
+func (d *Dashboard) ResetPasswordPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("reset", view{Title: "Choose a new password", Form: url.Values{"token": {r.URL.Query().Get("token")}}})
+}
+
+// ResetPassword sets the new password; every session ends.
+func (d *Dashboard) ResetPassword(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	in := map[string]string{"token": r.PostForm.Get("token"), "password": r.PostForm.Get("password")}
+	if err := c.do(http.MethodPost, "/api/v1/auth/reset-password", in, nil); err != nil {
+		return c.formError("reset", view{Title: "Choose a new password"}, err)
+	}
+	c.signOut()
+	return c.redirect("/signin", "Your password is changed. Sign in with the new one.")
+}
+
+// VerifyEmailPage is where the confirmation link lands: one click confirms
+// (a link alone does not, so that mail scanners that follow links do not).
+func (d *Dashboard) VerifyEmailPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("verify", view{Title: "Confirm your address", Form: url.Values{"token": {r.URL.Query().Get("token")}}})
+}
+
+// VerifyEmail confirms the address.
+func (d *Dashboard) VerifyEmail(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	var u perch.User
+	if err := c.do(http.MethodPost, "/api/v1/auth/verify-email", map[string]string{"token": r.PostForm.Get("token")}, &u); err != nil {
+		return c.formError("verify", view{Title: "Confirm your address"}, err)
+	}
+	next := "/signin?email=" + url.QueryEscape(u.Email)
+	if c.signed {
+		next = "/profile"
+	}
+	return c.redirect(next, "Thank you: "+u.Email+" is confirmed.")
+}
+
+// AcceptInvitationPage is where an invitation link lands: a signed-in user
+// joins with one click; others sign up or sign in first.
+func (d *Dashboard) AcceptInvitationPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	token := r.URL.Query().Get("token")
+	v := view{Title: "Join an organisation", Form: url.Values{"token": {token}}}
+	if c.signed {
+		if u, err := c.api.Me(r.Context()); err == nil {
+			c.user = u
+		}
+	}
+	v.Data = map[string]string{"here": r.URL.RequestURI()}
+	return c.page("invitation", v)
+}
+
+// AcceptInvitation joins the signed-in user to the inviting organisation.
+func (d *Dashboard) AcceptInvitation(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	if err := c.do(http.MethodPost, "/api/v1/org/invitations/accept", map[string]string{"token": r.PostForm.Get("token")}, nil); err != nil {
+		return c.formError("invitation", view{Title: "Join an organisation", Data: map[string]string{"here": r.URL.RequestURI()}}, err)
+	}
+	return c.redirect("/org", "Welcome aboard: you have joined the organisation.")
+}
+
+// DevicePage asks the signed-in user to approve a desktop sign-in. Its form
+// posts to the API's device/complete, which redirects to the app's local
+// listener.
+func (d *Dashboard) DevicePage(w http.ResponseWriter, r *http.Request, c *call) error {
+	return c.page("device", view{Title: "Sign in to the Perch app", Form: url.Values{"session_id": {r.URL.Query().Get("session_id")}}})
+}

@@ -1,0 +1,370 @@
+// Package web is the dashboard: server-rendered pages (html/template, with
+// embedded templates and assets) for everything a person manages in Perch.
+//
+// The dashboard is a client of the JSON API, in-process: every page reads
+// and changes data through the same endpoints, with the same authorization
+// and validation, as the CLI and the tray do. It only renders, and keeps the
+// signed-in session in cookies.
+package web
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
+)
+
+// Cookies of a dashboard session. The access token stands in for the
+// Authorization header (the API and /ws accept it); the refresh token renews
+// it.
+const (
+	SessionCookie = "perch_session"
+	RefreshCookie = "perch_refresh"
+	flashCookie   = "perch_flash"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed assets
+var assetFiles embed.FS
+
+// Options are what the dashboard needs.
+type Options struct {
+	API     http.Handler // the JSON API, called in-process
+	BaseURL string       // public address, for links, receiver URLs and cookie security
+	Logger  *slog.Logger
+}
+
+// Dashboard serves the pages.
+type Dashboard struct {
+	api     http.Handler
+	base    string
+	secure  bool // cookies only over https
+	log     *slog.Logger
+	pages   map[string]*template.Template
+	assets  http.Handler
+	origins *http.CrossOriginProtection
+}
+
+// New parses the templates; a template that does not parse is a bug, and
+// panics at start-up rather than on a visit.
+func New(o Options) *Dashboard {
+	d := &Dashboard{
+		api:     o.API,
+		base:    strings.TrimRight(o.BaseURL, "/"),
+		secure:  strings.HasPrefix(o.BaseURL, "https://"),
+		log:     o.Logger,
+		pages:   map[string]*template.Template{},
+		origins: http.NewCrossOriginProtection(),
+	}
+	if u, err := url.Parse(d.base); err == nil && u.Host != "" {
+		d.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+	}
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
+	names, _ := fs.Glob(templateFiles, "templates/*.html")
+	for _, name := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		d.pages[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, name))
+	}
+	sub, _ := fs.Sub(assetFiles, "assets")
+	d.assets = http.StripPrefix("/assets/", http.FileServerFS(sub))
+	return d
+}
+
+// CheckOrigin refuses a state-changing request from another site: the
+// browser sends the session cookie along, so the cookie alone proves
+// nothing. The API calls it for requests that sign in by cookie.
+func (d *Dashboard) CheckOrigin(r *http.Request) error {
+	if err := d.origins.Check(r); err != nil {
+		return perch.Errorf(perch.EFORBIDDEN, "Cross-origin request refused: send it from the dashboard's own pages.")
+	}
+	return nil
+}
+
+// Assets serves the embedded stylesheet, script and icons.
+func (d *Dashboard) Assets(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	d.assets.ServeHTTP(w, r)
+}
+
+// view is what every page template gets.
+type view struct {
+	Title  string
+	Nav    string      // the active navigation entry
+	User   *perch.User // nil when signed out
+	Flash  string
+	Error  string
+	Fields map[string]string // per-field problems of a failed form
+	Form   url.Values        // what was typed, to fill a failed form again
+	Data   any
+}
+
+// handler is a page action; it returns an error to show, or nil.
+type handler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// call is one page request: its API client and session.
+type call struct {
+	d      *Dashboard
+	w      http.ResponseWriter
+	r      *http.Request
+	api    *client.Client
+	user   *perch.User
+	signed bool
+}
+
+// Public serves a page that needs no session (sign-in, sign-up, …). State-
+// changing requests must come from the dashboard's own origin.
+func (d *Dashboard) Public(h handler) http.Handler {
+	return d.serve(h, false)
+}
+
+// Private serves a page of a signed-in user; others are sent to sign in
+// and brought back.
+func (d *Dashboard) Private(h handler) http.Handler {
+	return d.serve(h, true)
+}
+
+func (d *Dashboard) serve(h handler, private bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; form-action 'self' http://127.0.0.1:*")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := d.CheckOrigin(r); err != nil {
+				http.Error(w, perch.ErrorMessage(err), http.StatusForbidden)
+				return
+			}
+		}
+		c := d.newCall(w, r)
+		if private {
+			u, err := c.api.Me(r.Context())
+			if err != nil {
+				if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
+					c.signOut()
+					http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+					return
+				}
+				d.fail(c, err)
+				return
+			}
+			c.user = u
+		}
+		if err := h(w, r, c); err != nil {
+			d.fail(c, err)
+		}
+	})
+}
+
+// fail shows an error page for what a handler could not recover from.
+func (d *Dashboard) fail(c *call, err error) {
+	status := http.StatusInternalServerError
+	switch perch.ErrorCode(err) {
+	case perch.ENOTFOUND:
+		status = http.StatusNotFound
+	case perch.EFORBIDDEN:
+		status = http.StatusForbidden
+	case perch.EBADREQUEST, perch.EVALIDATION:
+		status = http.StatusBadRequest
+	case perch.ERATELIMITED:
+		status = http.StatusTooManyRequests
+	}
+	msg := perch.ErrorMessage(err)
+	if status == http.StatusInternalServerError {
+		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
+		msg = "Something went wrong on our side. Please try again."
+	}
+	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
+}
+
+// newCall builds the API client of one page request, signed in with the
+// session cookies when there are any; a renewed token pair goes back into
+// the cookies.
+func (d *Dashboard) newCall(w http.ResponseWriter, r *http.Request) *call {
+	c := &call{d: d, w: w, r: r}
+	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: inProcess{h: d.api, from: r}})}
+	access, _ := r.Cookie(SessionCookie)
+	refresh, _ := r.Cookie(RefreshCookie)
+	if access != nil || refresh != nil {
+		c.signed = true
+		a, rf := "", ""
+		if access != nil {
+			a = access.Value
+		}
+		if refresh != nil {
+			rf = refresh.Value
+		}
+		// Without an access token the first call is refused and renews the
+		// pair through the refresh token.
+		opts = append(opts, client.WithAccessToken(a, rf), client.WithTokenUpdate(c.setSession))
+	}
+	c.api = client.New(d.base, opts...)
+	return c
+}
+
+// setSession stores a token pair in the session cookies.
+func (c *call) setSession(access, refresh string) {
+	c.signed = true
+	c.cookie(SessionCookie, access, perch.RefreshTokenTTL)
+	c.cookie(RefreshCookie, refresh, perch.RefreshTokenTTL)
+}
+
+func (c *call) signOut() {
+	c.cookie(SessionCookie, "", -1)
+	c.cookie(RefreshCookie, "", -1)
+}
+
+func (c *call) cookie(name, value string, maxAge time.Duration) {
+	http.SetCookie(c.w, &http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
+		HttpOnly: true, Secure: c.d.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// flash keeps a message for the next page the browser loads.
+func (c *call) flash(msg string) {
+	http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/", MaxAge: 60,
+		HttpOnly: true, Secure: c.d.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// redirect answers a form post by sending the browser to path (Post/Redirect/
+// Get), with a message to show there.
+func (c *call) redirect(path, msg string) error {
+	if msg != "" {
+		c.flash(msg)
+	}
+	http.Redirect(c.w, c.r, path, http.StatusSeeOther)
+	return nil
+}
+
+// render writes a page.
+func (c *call) render(status int, page string, v view) {
+	t := c.d.pages[page]
+	if t == nil {
+		c.d.log.Error("no such page template", "page", page)
+		http.Error(c.w, "page not found", http.StatusInternalServerError)
+		return
+	}
+	if v.User == nil {
+		v.User = c.user
+	}
+	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
+		v.Flash, _ = url.QueryUnescape(f.Value)
+		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		c.d.log.Error("rendering a page failed", "page", page, "err", err)
+		http.Error(c.w, "rendering failed", http.StatusInternalServerError)
+		return
+	}
+	c.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	c.w.Header().Set("Cache-Control", "no-store")
+	c.w.WriteHeader(status)
+	c.w.Write(buf.Bytes())
+}
+
+// page renders a page with 200.
+func (c *call) page(name string, v view) error {
+	c.render(http.StatusOK, name, v)
+	return nil
+}
+
+// formError renders a form again with what went wrong, keeping what was
+// typed (but never passwords). An error that is not the user's to fix is
+// returned for the error page.
+func (c *call) formError(name string, v view, err error) error {
+	switch perch.ErrorCode(err) {
+	case perch.EINTERNAL, perch.EUNAVAILABLE:
+		return err
+	}
+	v.Error = perch.ErrorMessage(err)
+	var pe *perch.Error
+	if errors.As(err, &pe) {
+		v.Fields = pe.Fields
+	}
+	v.Form = url.Values{}
+	for k, vals := range c.r.PostForm {
+		if !strings.Contains(k, "password") {
+			v.Form[k] = vals
+		}
+	}
+	status := http.StatusBadRequest
+	switch perch.ErrorCode(err) {
+	case perch.EUNAUTHORIZED:
+		status = http.StatusUnauthorized
+	case perch.EFORBIDDEN:
+		status = http.StatusForbidden
+	case perch.ECONFLICT:
+		status = http.StatusConflict
+	case perch.ERATELIMITED:
+		status = http.StatusTooManyRequests
+	case perch.ENOTFOUND:
+		status = http.StatusNotFound
+	}
+	c.render(status, name, v)
+	return nil
+}
+
+// do calls the API.
+func (c *call) do(method, path string, in, out any) error {
+	return c.api.Call(c.r.Context(), method, path, in, out)
+}
+
+// inProcess is an http.RoundTripper that serves API requests with the
+// server's own handler, as from the browser's address (rate limits and logs
+// see the real client).
+type inProcess struct {
+	h    http.Handler
+	from *http.Request
+}
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.RemoteAddr = t.from.RemoteAddr
+	req.RequestURI = req.URL.RequestURI()
+	if xff := t.from.Header.Get("X-Forwarded-For"); xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	t.h.ServeHTTP(rec, req)
+	return &http.Response{
+		Status: http.StatusText(rec.status), StatusCode: rec.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rec.header, Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
+	}, nil
+}
+
+// recorder is the http.ResponseWriter of an in-process API call.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+}
+func (r *recorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(p)
+}
