@@ -36,6 +36,13 @@ var funcs = template.FuncMap{
 	"value": func(v view, name string) string { return v.Form.Get(name) },
 	// problem is what is wrong with a field, if anything.
 	"problem": func(v view, name string) string { return v.Fields[name] },
+	// plural counts a thing in words: "1 seat", "3 seats".
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + many
+	},
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""

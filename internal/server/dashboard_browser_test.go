@@ -1,0 +1,314 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDashboardInTheBrowser walks the dashboard as a new user would, in a
+// real Chromium: sign up, make a webhook token, watch an event arrive live
+// (no reload) and mark it read; then the other pages, with a screenshot of
+// each at laptopScreen and phoneScreen width.
+func TestDashboardInTheBrowser(t *testing.T) {
+	a, base := liveDashboard(t)
+	b := newChrome(t, base)
+	t.Logf("screenshots: %s", b.dir)
+
+	// Signed out, a private page sends the browser to sign in, and back.
+	b.open("/notifications", "#email")
+	if got, want := b.location(), base+"/signin?next=%2Fnotifications"; got != want {
+		t.Errorf("signed out, /notifications went to %s, want %s", got, want)
+	}
+	b.checkPage("signin")
+	b.screenshot("signin")
+
+	b.open("/signup", "#name")
+	b.checkPage("signup")
+	b.screenshot("signup")
+	const email, password = "ada.lovelace@example.com", "correct horse battery"
+	b.signUp("Ada Lovelace", email, password)
+
+	// A webhook token for an inbound sender, for me only; its URL is shown
+	// once.
+	b.open("/webhook-tokens", "#label")
+	if s, sc := b.value("#sender"), b.value("#scope"); s != "inbound" || sc != "user" {
+		t.Errorf("the new token form starts at sender %q, scope %q; want inbound, user", s, sc)
+	}
+	b.fill("#label", "Deploys")
+	b.click(`form[action="/webhook-tokens"] button[type="submit"]`)
+	b.do("wait for the new token", waitVisible("#receiver-url"))
+	receiver := b.text("#receiver-url")
+	if !strings.HasPrefix(receiver, base+"/webhooks/inbound?token=whk_") {
+		t.Fatalf("receiver URL %q, want %s/webhooks/inbound?token=whk_…", receiver, base)
+	}
+	b.checkPage("webhook-tokens")
+	b.screenshot("webhook-tokens")
+
+	// The event arrives on the open page over its WebSocket: the marker set
+	// on the page before the POST proves there was no reload.
+	b.open("/notifications", `.live[data-state="live"]`)
+	evaluate[bool](b, `window.perchNoReload = true`)
+	res := postJSON(t, receiver, `{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"warning","tab":"Deploys"}`)
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("POST to the receiver: %d %s", res.StatusCode, body)
+	}
+	b.waitFor("the event in the feed", `window.perchNoReload === true &&
+		[...document.querySelectorAll("ol.feed li")].some((li) => li.querySelector(".title")?.textContent === "Deploy finished")`)
+	type feedItem struct {
+		ID     string `json:"id"`
+		Class  string `json:"class"`
+		Unread string `json:"unread"` // the count on the Deploys tab
+	}
+	item := evaluate[feedItem](b, `(() => {
+		const li = [...document.querySelectorAll("ol.feed li")].find((li) => li.querySelector(".title").textContent === "Deploy finished");
+		const tab = [...document.querySelectorAll(".tabs button")].find((b) => b.firstChild.textContent.trim() === "Deploys");
+		return {id: li.dataset.id, class: li.className, unread: tab ? tab.querySelector(".count").textContent : "no Deploys tab"};
+	})()`)
+	classes := strings.Fields(item.Class)
+	if !slices.Contains(classes, "warning") || slices.Contains(classes, "read") {
+		t.Errorf("the new item has classes %q, want warning and not read", item.Class)
+	}
+	if item.Unread != "1" {
+		t.Errorf("the Deploys tab shows %q unread, want 1", item.Unread)
+	}
+	b.checkPage("notifications")
+	b.screenshot("notifications")
+
+	li := `ol.feed li[data-id="` + item.ID + `"]`
+	b.click(li + ` button`) // its only button: Mark read
+	b.waitFor("the item to be read", `document.querySelector('`+li+`')?.classList.contains("read")`)
+	if !evaluate[bool](b, `window.perchNoReload === true`) {
+		t.Error("the notifications page reloaded")
+	}
+	// The page marks the item read before the server answers; the server
+	// must come to agree.
+	login := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": password}), 200)
+	access := login.data()["access_token"].(string)
+	deadline := time.Now().Add(browserStepTimeout)
+	for {
+		list := expect(t, a.call("GET", "/api/v1/notifications", access, nil), 200).list()
+		if len(list) != 1 || list[0]["id"] != item.ID || list[0]["title"] != "Deploy finished" {
+			t.Fatalf("the API lists %v, want the one Deploy finished notification %s", list, item.ID)
+		}
+		if list[0]["read"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("marked read in the browser, but not read on the server")
+		}
+		waitABit(b.ctx)
+	}
+
+	// API tokens: the raw token is shown once.
+	b.open("/api-tokens", "#label")
+	b.fill("#label", "Deploy script")
+	b.click(`form[action="/api-tokens"] button[type="submit"]`)
+	b.do("wait for the new API token", waitVisible("#raw-api-token"))
+	if tok := b.text("#raw-api-token"); !strings.HasPrefix(tok, "pat_") {
+		t.Errorf("the new API token is %q, want pat_…", tok)
+	}
+	b.checkPage("api-tokens")
+	b.screenshot("api-tokens")
+
+	// Organisation: a team, then an invitation, through the page's forms.
+	b.open("/org", "#team-name")
+	b.fill("#team-name", "On call")
+	b.click(`form[action="/org/teams"] button[type="submit"]`)
+	b.do("wait for the new team", waitVisible(`select[id^="add-"]`))
+	b.fill("#invite-email", "grace.hopper@example.com")
+	b.click(`form[action="/org/invitations"] button[type="submit"]`)
+	b.do("wait for the invitation link", waitVisible("#invite-link"))
+	if link := b.text("#invite-link"); !strings.HasPrefix(link, base+"/invitations/accept?token=") {
+		t.Errorf("invitation link %q, want %s/invitations/accept?token=…", link, base)
+	}
+	b.checkPage("org")
+	b.screenshot("org")
+
+	b.open("/profile", "#name")
+	if got := b.value("#email"); got != email {
+		t.Errorf("profile shows address %q, want %q", got, email)
+	}
+	b.checkPage("profile")
+	b.screenshot("profile")
+
+	b.open("/plans", "h1")
+	b.checkPage("plans")
+	b.screenshot("plans")
+
+	checkConsole(t, b)
+}
+
+// TestDeviceSignInInTheBrowser signs the desktop app in: the app (this test)
+// listens on a loopback port and starts a sign-in; the user approves it on
+// the dashboard; the browser brings the code to the app's port; the app
+// exchanges it, with its verifier, for a session.
+func TestDeviceSignInInTheBrowser(t *testing.T) {
+	_, base := liveDashboard(t)
+	b := newChrome(t, base)
+	t.Logf("screenshots: %s", b.dir)
+
+	// The app's loopback listener.
+	type callback struct{ sessionID, code, errorCode string }
+	got := make(chan callback, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		select {
+		case got <- callback{q.Get("session_id"), q.Get("code"), q.Get("error")}:
+		default:
+		}
+		io.WriteString(w, "You can close this window")
+	})}
+	go app.Serve(ln)
+	t.Cleanup(func() { app.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+
+	// The code verifier: 32 random bytes, base64url, 43 characters of the
+	// unreserved set (RFC 7636 §4.1); the challenge is its S256.
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	verifier := base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(verifier))
+	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
+
+	var start struct {
+		Data struct {
+			SessionID       string `json:"session_id"`
+			VerificationURL string `json:"verification_url"`
+		} `json:"data"`
+	}
+	authorize := base + "/api/v1/auth/device/authorize?" + url.Values{
+		"port": {strconv.Itoa(port)}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
+	}.Encode()
+	httpJSON(t, http.MethodGet, authorize, "", nil, http.StatusOK, &start)
+	if start.Data.SessionID == "" || start.Data.VerificationURL != base+"/device?session_id="+url.QueryEscape(start.Data.SessionID) {
+		t.Fatalf("authorize answered session %q, verification URL %q", start.Data.SessionID, start.Data.VerificationURL)
+	}
+
+	const email = "grace.hopper@example.com"
+	b.signUp("Grace Hopper", email, "correct horse battery")
+	b.do("open the verification page", chromedp.Navigate(start.Data.VerificationURL), waitVisible(`button[value="approve"]`))
+	if who := b.text(".lead"); !strings.Contains(who, email) {
+		t.Errorf("the approval page names %q, want the signed-in %s", who, email)
+	}
+	b.checkPage("device")
+	b.screenshot("device")
+	b.click(`button[value="approve"]`)
+
+	var cb callback
+	select {
+	case cb = <-got:
+	case <-time.After(browserStepTimeout):
+		t.Fatalf("the app's callback was not called within %s\n%s", browserStepTimeout, b.where())
+	}
+	if cb.sessionID != start.Data.SessionID || cb.code == "" || cb.errorCode != "" {
+		t.Fatalf("callback got session_id %q code %q error %q; want session %q and a code", cb.sessionID, cb.code, cb.errorCode, start.Data.SessionID)
+	}
+	b.do("wait for the app's page", waitVisible("body"))
+	if text := b.text("body"); text != "You can close this window" {
+		t.Errorf("after approving, the browser shows %q, want the app's page", text)
+	}
+
+	var session struct {
+		Data struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+		} `json:"data"`
+	}
+	httpJSON(t, http.MethodPost, base+"/api/v1/auth/device/exchange", "",
+		map[string]string{"session_id": cb.sessionID, "code": cb.code, "code_verifier": verifier}, http.StatusOK, &session)
+	if session.Data.AccessToken == "" || session.Data.RefreshToken == "" {
+		t.Fatalf("the exchange gave access token %q, refresh token %q", session.Data.AccessToken, session.Data.RefreshToken)
+	}
+	var me struct {
+		Data struct {
+			Email string `json:"email"`
+		} `json:"data"`
+	}
+	httpJSON(t, http.MethodGet, base+"/api/v1/users/me", session.Data.AccessToken, nil, http.StatusOK, &me)
+	if me.Data.Email != email {
+		t.Errorf("the app is signed in as %q, want %q", me.Data.Email, email)
+	}
+	checkConsole(t, b)
+}
+
+// httpJSON sends a request over the network (body as JSON when not nil, as
+// the bearer of token when not "") and decodes the answer, which must have
+// status want, into out.
+func httpJSON(tb testing.TB, method, url, token string, body any, want int, out any) {
+	tb.Helper()
+	var r io.Reader
+	if body != nil {
+		j, err := json.Marshal(body)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r = strings.NewReader(string(j))
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		tb.Fatalf("%s %s: %d %s, want %d", method, url, res.StatusCode, raw, want)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		tb.Fatalf("%s %s: %v in %s", method, url, err, raw)
+	}
+}
+
+// checkConsole fails the test for script exceptions, errors and
+// Content-Security-Policy violations on Perch's pages.
+func checkConsole(t *testing.T, b *chrome) {
+	t.Helper()
+	for _, m := range b.consoleProblems() {
+		if !strings.HasPrefix(m.URL, b.base+"/") {
+			continue // not Perch's page (the app's callback page, say)
+		}
+		t.Errorf("browser console on %s:%d: %s", m.URL, m.Line, m)
+	}
+}
+
+// waitABit pauses between two reads of the API while it catches up, or
+// returns when ctx ends.
+func waitABit(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Millisecond):
+	}
+}
