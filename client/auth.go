@@ -113,7 +113,12 @@ func (c *Client) runRefresh(ctx context.Context, rc *refreshCall, used string) {
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	var s Session
-	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/refresh", body: map[string]string{"refresh_token": used}, out: &s, anonymous: true})
+	var err error
+	if c.renew != nil {
+		s.AccessToken, s.RefreshToken, err = c.renew(ctx, used, c.refreshWith)
+	} else {
+		s.AccessToken, s.RefreshToken, err = c.refreshWith(ctx, used)
+	}
 
 	c.mu.Lock()
 	current := c.refresh == used // not replaced by a Login or Logout meanwhile
@@ -131,4 +136,11 @@ func (c *Client) runRefresh(ctx context.Context, rc *refreshCall, used string) {
 	c.refreshing = nil
 	c.mu.Unlock()
 	rc.err = err
+}
+
+// refreshWith spends the refresh token used on a new pair.
+func (c *Client) refreshWith(ctx context.Context, used string) (access, rotated string, err error) {
+	var s Session
+	err = c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/refresh", body: map[string]string{"refresh_token": used}, out: &s, anonymous: true})
+	return s.AccessToken, s.RefreshToken, err
 }

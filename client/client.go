@@ -43,6 +43,7 @@ type Client struct {
 	base     string // without a trailing slash
 	http     *http.Client
 	onTokens func(access, refresh string)
+	renew    Renewer
 
 	// Reconnection of Listen; tests shorten them.
 	minDelay, maxDelay time.Duration
@@ -109,6 +110,19 @@ func WithAPIToken(raw string) Option {
 // the Session instead.
 func WithTokenUpdate(fn func(access, refresh string)) Option {
 	return func(c *Client) { c.onTokens = fn }
+}
+
+// Renewer renews a spent access token given the refresh token the client
+// holds. It is for processes that share one sign-in (a CLI and a tray,
+// say): with rotation, only one of them may spend a refresh token, so a
+// Renewer takes a lock, adopts a pair another process stored meanwhile, and
+// otherwise calls refresh (the client's own POST /auth/refresh) and stores
+// the result.
+type Renewer func(ctx context.Context, used string, refresh func(ctx context.Context, used string) (access, rotated string, err error)) (access, rotated string, err error)
+
+// WithRenewer makes the client renew through fn; see Renewer.
+func WithRenewer(fn Renewer) Option {
+	return func(c *Client) { c.renew = fn }
 }
 
 // WithReconnectDelay sets the bounds of Listen's backoff between connection
