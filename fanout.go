@@ -8,6 +8,7 @@ const (
 	FanoutRead         = "read"         // a user marked notifications read
 	FanoutGrants       = "grants"       // a user's organisation or teams changed
 	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
+	FanoutResync       = "resync"       // notifications went unpublished: every client must catch up from the store
 )
 
 // FanoutMessage travels from the instance where something happened to the

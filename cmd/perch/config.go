@@ -23,6 +23,7 @@ type config struct {
 	BaseURL            string
 	DatabaseURL        string
 	RedisURL           string
+	RedisPrefix        string
 	AdminEmails        []string
 	TrustedProxies     []netip.Prefix
 	UserLimit          perch.Limit
@@ -86,7 +87,15 @@ var settings = []setting{
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			return fmt.Errorf("want redis://host:port or rediss://host:port")
 		}
-		return fmt.Errorf("running several instances on Redis is not available in this version yet; unset it to run one instance")
+		c.RedisURL = v
+		return nil
+	}},
+	{"redis-prefix", "perch", "prefix of Redis keys and channels, to share one Redis between clusters", func(c *config, v string) error {
+		if v == "" || strings.ContainsAny(v, " \t\n") {
+			return fmt.Errorf("want a non-empty word")
+		}
+		c.RedisPrefix = v
+		return nil
 	}},
 	{"admin-emails", "", "comma-separated addresses of platform admins", func(c *config, v string) error {
 		var bad []string

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // shutdownGrace is how long in-flight requests get to finish on SIGTERM.
@@ -74,7 +77,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	// Events: the hub hears everything fan-out carries; the writer stores and
 	// publishes. Both outlive the HTTP server's drain, which still needs them.
-	fan := fanout.NewLocal()
+	fan, limiter, closeRedis, err := scaleOut(ctx, c, logger)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
 	h := hub.New()
 	writer := ingest.New(st, fan, logger)
 	writerCtx, stopWriter := context.WithCancel(context.Background())
@@ -86,7 +93,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Store:          st,
 		Logger:         logger,
 		Mailer:         mailer,
-		Limiter:        ratelimit.NewMemory(),
+		Limiter:        limiter,
 		BaseURL:        c.BaseURL,
 		AdminEmails:    c.AdminEmails,
 		TrustedProxies: c.TrustedProxies,
@@ -169,7 +176,7 @@ func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, e
 // prune deletes expired sign-in tokens and notifications past retention,
 // every ten minutes until ctx ends.
 func prune(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(10 * time.Minute)
+	t := time.NewTicker(pruneEvery / 10) // a job runs once per pruneEvery across all instances
 	defer t.Stop()
 	for {
 		select {
@@ -177,17 +184,55 @@ func prune(ctx context.Context, st *store.Store, retention time.Duration, logger
 			return
 		case <-t.C:
 		}
-		if n, err := st.PruneSessions(ctx); err != nil {
-			logger.Warn("pruning sessions failed", "err", err)
-		} else if n > 0 {
-			logger.Info("pruned expired sign-in tokens", "count", n)
-		}
-		if n, err := st.PruneNotifications(ctx, time.Now().Add(-retention).UnixMilli()); err != nil {
-			logger.Warn("pruning notifications failed", "err", err)
-		} else if n > 0 {
-			logger.Info("pruned notifications past retention", "count", n, "retention", retention)
+		_, err := st.RunJob(ctx, "prune", pruneEvery, func(ctx context.Context) error {
+			if n, err := st.PruneSessions(ctx); err != nil {
+				logger.Warn("pruning sessions failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned expired sign-in tokens", "count", n)
+			}
+			if n, err := st.PruneNotifications(ctx, time.Now().Add(-retention).UnixMilli()); err != nil {
+				logger.Warn("pruning notifications failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned notifications past retention", "count", n, "retention", retention)
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("scheduling the pruning job failed", "err", err)
 		}
 	}
+}
+
+// pruneEvery is how often expired sessions and old notifications are
+// deleted, by one instance of the cluster.
+const pruneEvery = 10 * time.Minute
+
+// scaleOut returns the fan-out and the rate limiter: in-process ones, or,
+// with PERCH_REDIS_URL, Redis pub/sub and Redis limits shared by every
+// instance (with per-instance limits while Redis is away).
+func scaleOut(ctx context.Context, c *config, logger *slog.Logger) (perch.Fanout, perch.RateLimiter, func(), error) {
+	if c.RedisURL == "" {
+		return fanout.NewLocal(), ratelimit.NewMemory(), func() {}, nil
+	}
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("PERCH_REDIS_URL: %w", err)
+	}
+	// Short timeouts: while Redis is away, requests fall back to local
+	// limits and notifications wait in the database, instead of hanging.
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, time.Second, time.Second
+	rc := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rc.Ping(pctx).Err(); err != nil {
+		rc.Close()
+		return nil, nil, nil, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)
+	}
+	if !strings.HasPrefix(c.DatabaseURL, "postgres") {
+		logger.Warn("PERCH_REDIS_URL is set with SQLite: several instances need PostgreSQL; one instance does not need Redis")
+	}
+	limiter := &ratelimit.Fallback{Shared: ratelimit.NewRedis(rc, c.RedisPrefix+":"), Local: ratelimit.NewMemory(), Log: logger}
+	return fanout.NewRedis(rc, c.RedisPrefix+":fanout", logger), limiter, func() { rc.Close() }, nil
 }
 
 // migrate applies the migrations and exits.

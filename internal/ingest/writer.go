@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
@@ -28,7 +29,18 @@ type Writer struct {
 	log    *slog.Logger
 	reqs   chan *request
 	done   chan struct{}
+
+	// Owned by the Run goroutine.
+	missed   bool      // a publish failed: clients must catch up
+	brokenAt time.Time // when publishing last failed
 }
+
+// Publishing limits: one attempt may take publishTimeout; after a failure,
+// batches go unpublished for publishPause (they are stored; clients catch up).
+const (
+	publishTimeout = 500 * time.Millisecond
+	publishPause   = time.Second
+)
 
 type request struct {
 	batch []store.NewNotification
@@ -113,8 +125,10 @@ gather:
 		all = append(all, r.batch...)
 	}
 	// The transaction must not die with one caller's request: the context
-	// of a writer is its own.
-	stored, err := w.store.InsertNotifications(context.Background(), all)
+	// of a writer is its own. Publishing happens inside InsertNotifications,
+	// in commit order across every instance (see store.InsertNotifications);
+	// callers are answered after that.
+	stored, err := w.store.InsertNotifications(context.Background(), all, w.publish)
 	if err != nil {
 		w.log.Error("storing notifications failed", "count", len(all), "err", err)
 	}
@@ -127,17 +141,38 @@ gather:
 		r.reply <- reply{stored: stored[i : i+len(r.batch)]}
 		i += len(r.batch)
 	}
-	if err != nil {
+}
+
+// publish hands newly stored notifications to fan-out, quickly: it runs
+// while every instance's writer waits for the order lock. When fan-out
+// fails, publishing pauses for a moment instead of timing out on every
+// batch, and once it works again every instance is told to make its
+// clients catch up from the store (perch.FanoutResync), since some of them
+// missed these notifications.
+func (w *Writer) publish(stored []store.Stored) {
+	if !w.brokenAt.IsZero() && time.Since(w.brokenAt) < publishPause {
 		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if w.missed {
+		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutResync}); err != nil {
+			w.brokenAt = time.Now()
+			return
+		}
+		w.missed, w.brokenAt = false, time.Time{}
+		w.log.Info("fan-out is back; clients were told to catch up")
 	}
 	for _, s := range stored {
 		if s.Duplicate {
 			continue
 		}
 		n := s.Notification
-		if err := w.fanout.Publish(context.Background(), perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &n}); err != nil {
+		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &n}); err != nil {
 			// Stored is what counts: clients catch up through ?since=.
-			w.log.Warn("publishing a notification failed; clients will catch up on reconnect", "id", n.ID, "err", err)
+			w.log.Warn("publishing a notification failed; clients will catch up from the store", "id", n.ID, "err", err)
+			w.missed, w.brokenAt = true, time.Now()
+			return
 		}
 	}
 }

@@ -93,8 +93,12 @@ func (s *Server) tokensChanged(ctx context.Context) {
 // Deliver is this instance's fan-out subscriber: it keeps the token cache
 // true and hands everything to the WebSocket hub.
 func (s *Server) Deliver(m perch.FanoutMessage) {
-	if m.Kind == perch.FanoutGrants || m.Kind == perch.FanoutTokens {
+	switch m.Kind {
+	case perch.FanoutGrants, perch.FanoutTokens:
 		s.tokens.forget()
+	case perch.FanoutResync:
+		s.Lost()
+		return
 	}
 	s.hub.Deliver(m)
 }

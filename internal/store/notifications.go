@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,14 +51,21 @@ func insertNotifications(rows int) string {
 var insertChunks = []int{64, 16, 4, 1}
 
 // notificationsLock is the PostgreSQL advisory lock that serializes
-// notification inserts across instances, so that ids become visible in
-// order: a reader that has seen id n will never later find a smaller one.
+// notification inserts, and their announcement, across instances: ids become
+// visible in order (a reader that has seen id n never later finds a smaller
+// one) and are announced in that order too.
 const notificationsLock = 7_310_001
 
 // InsertNotifications stores a batch in one transaction, in order, and
 // returns one Stored per input. Ids increase in commit order across every
 // writer, which is what lets ?since= replay without gaps.
-func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification) ([]Stored, error) {
+//
+// announce, when not nil, is called with the result after the commit, while
+// no other writer can commit: on PostgreSQL the order lock is held across
+// instances until it returns. Fan-out published from announce therefore
+// reaches every instance in id order, so a client that has seen id n is
+// never sent a smaller one later. announce should be quick.
+func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification, announce func([]Stored)) ([]Stored, error) {
 	now := s.now()
 	out := make([]Stored, len(batch))
 	// Statements are prepared before the transaction: on SQLite the
@@ -75,12 +83,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		}
 		rest -= size
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if s.dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
-				return err
-			}
-		}
+	insert := func(tx *sql.Tx) error {
 		for start := 0; start < len(batch); {
 			size := chunkSize(len(batch) - start)
 			err := s.insertChunk(ctx, tx, tx.StmtContext(ctx, prepared[size]), now, batch[start:start+size], out[start:start+size])
@@ -90,11 +93,63 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 			start += size
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if s.dialect == Postgres {
+		err := s.orderedPG(ctx, insert, func() {
+			if announce != nil {
+				announce(out)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	// SQLite: one process, one writer connection; the caller's single
+	// writer goroutine keeps commit and announcement in order.
+	if err := s.tx(ctx, insert); err != nil {
 		return nil, err
 	}
+	if announce != nil {
+		announce(out)
+	}
 	return out, nil
+}
+
+// orderedPG runs insert in a transaction and then announce, under the
+// session-level order lock on a connection of its own.
+func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, announce func()) (err error) {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, notificationsLock); err != nil {
+		return err
+	}
+	defer func() {
+		if _, uerr := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, notificationsLock); uerr != nil {
+			// A connection that may still hold the lock must not go back to
+			// the pool: closing it releases the lock.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			if err == nil {
+				err = uerr
+			}
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := insert(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	announce()
+	return nil
 }
 
 func chunkSize(rows int) int {

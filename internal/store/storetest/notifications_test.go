@@ -50,7 +50,7 @@ func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
 				want = append(want, title)
 			}
 		}
-		stored, err := s.InsertNotifications(ctx, batch)
+		stored, err := s.InsertNotifications(ctx, batch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
 		row := func(title, key string) store.NewNotification {
 			return store.NewNotification{DedupeKey: key, Notification: perch.Notification{Title: title, Tab: "T", Severity: "info", Source: "inbound", Scope: scope}}
 		}
-		first, err := s.InsertNotifications(ctx, []store.NewNotification{row("early", "k-early")})
+		first, err := s.InsertNotifications(ctx, []store.NewNotification{row("early", "k-early")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
 				batch = append(batch, row(fmt.Sprintf("plain %d", i), ""))
 			}
 		}
-		stored, err := s.InsertNotifications(ctx, batch)
+		stored, err := s.InsertNotifications(ctx, batch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func BenchmarkInsertNotifications(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := s.InsertNotifications(context.Background(), batch); err != nil {
+				if _, err := s.InsertNotifications(context.Background(), batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
