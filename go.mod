@@ -16,8 +16,8 @@ require (
 )
 
 require (
-	fyne.io/systray v1.12.2 // indirect
-	github.com/godbus/dbus/v5 v5.2.4 // indirect
+	fyne.io/systray v1.12.2
+	github.com/godbus/dbus/v5 v5.2.4
 )
 
 require (

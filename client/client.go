@@ -155,6 +155,7 @@ type request struct {
 	query        url.Values
 	body         any  // sent as JSON when not nil
 	out          any  // receives the "data" of a success when not nil
+	bare         bool // out receives the whole answer: the receivers answer outside the envelope
 	anonymous    bool // sent without a credential
 }
 
@@ -194,10 +195,13 @@ func (c *Client) do(ctx context.Context, r request) error {
 	if r.out == nil || res.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	envelope := struct {
+	var into any = &struct {
 		Data any `json:"data"`
 	}{r.out}
-	if err := json.NewDecoder(res.Body).Decode(&envelope); err != nil {
+	if r.bare {
+		into = r.out
+	}
+	if err := json.NewDecoder(res.Body).Decode(into); err != nil {
 		return fmt.Errorf("perch: reading the answer to %s %s: %w", r.method, r.path, err)
 	}
 	return nil

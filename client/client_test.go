@@ -149,6 +149,13 @@ func TestMethods(t *testing.T) {
 		},
 		want:   seen{Method: "POST", Path: "/webhooks/inbound", Query: "token=whk_secret", Body: `{"title":"Deployed","message":"v2","severity":"warning"}`},
 		status: 200, answer: `{"received":true}`, result: `null`,
+	}, {
+		name: "deliver",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			return c.Deliver(ctx, "whk_secret", InboundEvent{Title: "Deployed", Tab: "Deploys"})
+		},
+		want:   seen{Method: "POST", Path: "/webhooks/inbound", Query: "token=whk_secret", Body: `{"title":"Deployed","tab":"Deploys"}`},
+		status: 200, answer: `{"received":true,"ids":["41","42"],"duplicate":true}`, result: `{"ids":["41","42"],"duplicate":true}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ type Event struct {
 	Notification *perch.Notification // EventNotification
 	Replayed     int                 // EventReady: notifications replayed since the resume point
 	Gap          bool                // EventReady: some missed notifications are gone for good
+	LastID       string              // EventReady: where Listen resumes from now ("" when the user has none)
 	ReadIDs      []string            // EventRead
 	Err          error               // EventDisconnected
 	RetryIn      time.Duration       // EventDisconnected: the wait before the next attempt
@@ -242,7 +243,7 @@ func (s *stream) handle(b []byte) {
 		if r.LastID != "" && after(r.LastID, s.last) {
 			s.last = r.LastID
 		}
-		s.fn(Event{Type: EventReady, Replayed: r.Replayed, Gap: r.Gap})
+		s.fn(Event{Type: EventReady, Replayed: r.Replayed, Gap: r.Gap, LastID: s.last})
 	case "read":
 		var r struct {
 			IDs []string `json:"ids"`

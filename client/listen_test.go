@@ -97,11 +97,23 @@ func TestListenResumesFromReadyLastID(t *testing.T) {
 		send(conn, ready(0, false))
 		holdOpen(conn)
 	}}
-	if _, err := listen(t, listenClient(t, f), "", isType(EventReady, 2)); err != nil {
+	events, err := listen(t, listenClient(t, f), "", isType(EventReady, 2))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if sinces, _ := f.attempts(); !reflect.DeepEqual(sinces, []string{"", "57"}) {
 		t.Errorf("since sent = %q", sinces)
+	}
+	// The ready events say where Listen resumes from, so that a caller can
+	// record it before any notification arrives.
+	var resume []string
+	for _, e := range events {
+		if e.Type == EventReady {
+			resume = append(resume, e.LastID)
+		}
+	}
+	if !reflect.DeepEqual(resume, []string{"57", "57"}) {
+		t.Errorf("ready LastIDs = %q", resume)
 	}
 }
 func TestListenRefreshesOn401(t *testing.T) {

@@ -56,9 +56,27 @@ type InboundEvent struct {
 // server has stored the notification. Errors: EBADREQUEST (no title),
 // EUNAUTHORIZED or EFORBIDDEN (the token).
 func (c *Client) Send(ctx context.Context, webhookToken string, e InboundEvent) error {
+	_, err := c.Deliver(ctx, webhookToken, e)
+	return err
+}
+
+// Receipt is a receiver's answer to a delivery.
+type Receipt struct {
+	IDs       []string `json:"ids"`                 // the stored notifications
+	Duplicate bool     `json:"duplicate,omitempty"` // a redelivery: IDs are the first delivery's
+	Ignored   string   `json:"ignored,omitempty"`   // why nothing was stored, when nothing was
+}
+
+// Deliver is Send that also returns the receiver's receipt, with the ids of
+// the stored notifications.
+func (c *Client) Deliver(ctx context.Context, webhookToken string, e InboundEvent) (*Receipt, error) {
 	q := url.Values{}
 	if webhookToken != "" {
 		q.Set("token", webhookToken)
 	}
-	return c.do(ctx, request{method: http.MethodPost, path: "/webhooks/inbound", query: q, body: e, anonymous: true})
+	var out Receipt
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/webhooks/inbound", query: q, body: e, out: &out, bare: true, anonymous: true}); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,7 +20,15 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The end-to-end tests of the client run perch as a child process: this
+	// very binary, told by PERCH_RUN_MAIN to be perch instead of the tests.
+	if os.Getenv("PERCH_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // lineWriter collects output and tells when a line matching re appears.
 type lineWriter struct {
@@ -52,7 +61,9 @@ func startServer(t *testing.T, env map[string]string) string {
 	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: found}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -186,10 +197,10 @@ func TestAdminGrantAndMigrate(t *testing.T) {
 		return ""
 	}
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"migrate"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "up to date") {
+	if err := run(context.Background(), []string{"migrate"}, env, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "up to date") {
 		t.Fatalf("migrate: %v %q", err, out.String())
 	}
-	err := run(context.Background(), []string{"admin", "grant", "nobody@example.com"}, env, &out, io.Discard)
+	err := run(context.Background(), []string{"admin", "grant", "nobody@example.com"}, env, nil, &out, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("granting an unknown account: %v", err)
 	}
@@ -197,7 +208,7 @@ func TestAdminGrantAndMigrate(t *testing.T) {
 	base := startServer(t, map[string]string{"PERCH_DATABASE_URL": db})
 	_, reg := call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
 	access := reg["data"].(map[string]any)["access_token"].(string)
-	if err := run(context.Background(), []string{"admin", "grant", "ADA@example.com"}, env, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"admin", "grant", "ADA@example.com"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if status, _ := call(t, "POST", base+"/api/v1/admin/announcements", access, map[string]string{"title": "Hello", "body": "World"}); status != 201 {
@@ -213,7 +224,7 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_TRUSTED_PROXIES":     "10.0.0.0/8, not-a-cidr",
 		"PERCH_BASE_URL":            "ftp://x",
 	}
-	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
@@ -238,7 +249,7 @@ func TestFlagsWinOverVariables(t *testing.T) {
 
 func TestUnknownCommand(t *testing.T) {
 	var errOut bytes.Buffer
-	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
+	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, nil, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
 		t.Fatalf("err = %v, stderr = %q", err, errOut.String())
 	}
 }

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
+	"github.com/perch-dev/perch/internal/creds"
+)
+
+// resumeConsumer names listen's resume point in the credentials store; the
+// tray keeps one of its own.
+const resumeConsumer = "listen"
+
+// severityRank orders the severities for --min-severity.
+var severityRank = map[string]int{perch.SeverityInfo: 0, perch.SeverityWarning: 1, perch.SeverityError: 2}
+
+// listen prints the signed-in user's notifications as they arrive, or runs
+// a command for each, until interrupted. It resumes after the last
+// notification it handled, so that a restart, even after a crash, misses
+// none.
+func (c *cli) listen(ctx context.Context, args []string) error {
+	fs := c.flags("listen", "perch listen [--server URL] [--json | --exec CMD] [--tab T] [--min-severity S] [--since ID]")
+	serverFlag := fs.String("server", "", "server to listen to (default: PERCH_SERVER, then the default sign-in)")
+	asJSON := fs.Bool("json", false, "print each notification as one JSON object per line")
+	command := fs.String("exec", "", "run CMD with the shell for each notification, with PERCH_ID, PERCH_TITLE, … in its environment")
+	tab := fs.String("tab", "", "only notifications of this tab (any case)")
+	minSeverity := fs.String("min-severity", perch.SeverityInfo, "only notifications at least this severe: info, warning or error")
+	since := fs.String("since", "", "resume after this notification id instead of where the last run stopped (0: everything kept)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	floor, ok := severityRank[strings.ToLower(*minSeverity)]
+	if !ok {
+		return fmt.Errorf("--min-severity %q: want info, warning or error", *minSeverity)
+	}
+	if *asJSON && *command != "" {
+		return fmt.Errorf("--json and --exec do not go together: --exec's command gets each notification instead of the output")
+	}
+	st, err := c.store()
+	if err != nil {
+		return err
+	}
+	si, err := c.signIn(st, *serverFlag)
+	if err != nil {
+		return err
+	}
+	resume := *since
+	if resume == "" {
+		resume = st.LastID(si.Server, resumeConsumer)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stderr := &lockedWriter{w: c.stderr} // the disconnection timer writes too
+	l := &listener{
+		cli: c, ctx: ctx, store: st, server: si.Server, stderr: stderr,
+		asJSON: *asJSON, command: *command, tab: *tab, floor: floor,
+		watch: &connWatch{out: stderr, server: si.Server, quietFor: c.quietFor},
+	}
+	err = st.Client(si, c.clientOpts...).Listen(ctx, resume, l.handle)
+	l.watch.stop()
+	if err != nil {
+		if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
+			return fmt.Errorf("not signed in to %s any more (%s); run perch login --server %s", si.Server, strings.TrimSuffix(message(err), "."), si.Server)
+		}
+		return fmt.Errorf("listening to %s: %s", si.Server, message(err))
+	}
+	return nil
+}
+
+// listener handles the events of one perch listen.
+type listener struct {
+	cli    *cli
+	ctx    context.Context
+	store  *creds.Store
+	server string
+	stderr io.Writer
+
+	asJSON  bool
+	command string
+	tab     string
+	floor   int // the least severity rank shown
+
+	watch     *connWatch
+	ready     bool // the first ready frame has come
+	saveError bool // a failure to record the resume point was reported
+}
+
+// handle is Listen's callback: events arrive one at a time, in order.
+func (l *listener) handle(e client.Event) {
+	switch e.Type {
+	case client.EventReady:
+		if !l.ready {
+			l.ready = true
+			fmt.Fprintf(l.stderr, "listening for notifications from %s (Ctrl-C to stop)\n", l.server)
+		}
+		l.watch.up()
+		if e.Gap {
+			fmt.Fprintln(l.stderr, "some notifications older than the retention period were missed")
+		}
+		// Without a notification yet, the resume point is still worth
+		// keeping: a run killed now resumes from here rather than from
+		// whenever it is started again. "0" stands for "before the first".
+		resume := e.LastID
+		if resume == "" {
+			resume = "0"
+		}
+		l.record(resume)
+	case client.EventNotification:
+		n := e.Notification
+		if l.wanted(n) && !l.show(n) {
+			return // its command was cut short: the next run shows it again
+		}
+		// Only once it has been shown: a process killed in between shows it
+		// again on restart rather than never.
+		l.record(n.ID)
+	case client.EventDisconnected:
+		l.watch.down(e.Err)
+	}
+}
+
+// wanted applies --tab and --min-severity.
+func (l *listener) wanted(n *perch.Notification) bool {
+	if l.tab != "" && !strings.EqualFold(n.Tab, l.tab) {
+		return false
+	}
+	return severityRank[n.Severity] >= l.floor
+}
+
+// show prints n, or runs --exec's command for it, and reports whether n
+// was handled.
+func (l *listener) show(n *perch.Notification) bool {
+	switch {
+	case l.command != "":
+		return l.run(n)
+	case l.asJSON:
+		b, _ := json.Marshal(n)
+		fmt.Fprintf(l.cli.stdout, "%s\n", b)
+	default:
+		fmt.Fprintln(l.cli.stdout, formatLine(n, time.Local))
+	}
+	return true
+}
+
+// run runs --exec's command for n. A failing command is reported and
+// listening goes on: one bad notification must not stop the rest. It
+// reports false only when the command was stopped by the end of listen.
+func (l *listener) run(n *perch.Notification) bool {
+	cmd := shellCommand(l.ctx, l.command)
+	cmd.Env = append(cmd.Environ(),
+		"PERCH_ID="+n.ID,
+		"PERCH_TITLE="+n.Title,
+		"PERCH_MESSAGE="+n.Message,
+		"PERCH_SEVERITY="+n.Severity,
+		"PERCH_TAB="+n.Tab,
+		"PERCH_SOURCE="+n.Source,
+		"PERCH_URL="+n.URL,
+		"PERCH_CREATED_AT="+n.CreatedAt.UTC().Format(time.RFC3339Nano),
+	)
+	cmd.Stdout, cmd.Stderr = l.cli.stdout, l.cli.stderr
+	err := cmd.Run()
+	if l.ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		fmt.Fprintf(l.stderr, "--exec failed for notification %s: %v\n", n.ID, err)
+	}
+	return true
+}
+
+// shellCommand runs line with the system's shell.
+func shellCommand(ctx context.Context, line string) *exec.Cmd {
+	if runtime.GOOS == "windows" {
+		return exec.CommandContext(ctx, "cmd", "/C", line)
+	}
+	return exec.CommandContext(ctx, "sh", "-c", line)
+}
+
+// record stores id as where the next run resumes.
+func (l *listener) record(id string) {
+	if err := l.store.SetLastID(l.server, resumeConsumer, id); err != nil && !l.saveError {
+		l.saveError = true
+		fmt.Fprintf(l.stderr, "could not record where to resume (%v): a restart may show notifications again\n", err)
+	}
+}
+
+// formatLine is the readable form of n, on one line:
+//
+//	2026-11-22 09:00:00  [warning] Deploys: Deploy finished — api v1.2.3 is live  https://…
+func formatLine(n *perch.Notification, loc *time.Location) string {
+	var b strings.Builder
+	b.WriteString(n.CreatedAt.In(loc).Format(time.DateTime))
+	fmt.Fprintf(&b, "  [%s] ", n.Severity)
+	if n.Tab != "" {
+		b.WriteString(n.Tab + ": ")
+	}
+	b.WriteString(n.Title)
+	if msg := strings.Join(strings.Fields(n.Message), " "); msg != "" {
+		b.WriteString(" — " + msg)
+	}
+	if n.URL != "" {
+		b.WriteString("  " + n.URL)
+	}
+	return b.String()
+}
+
+// connWatch reports a disconnection once it has lasted quietFor, and the
+// reconnection after it; shorter blips, which Listen heals on its own, are
+// not worth a line.
+type connWatch struct {
+	out      io.Writer // safe for concurrent use
+	server   string
+	quietFor time.Duration
+
+	mu        sync.Mutex
+	timer     *time.Timer // running while down and not yet reported
+	err       error       // the latest reason
+	announced bool
+}
+
+func (w *connWatch) down(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = err
+	if w.timer == nil && !w.announced {
+		w.timer = time.AfterFunc(w.quietFor, w.announce)
+	}
+}
+
+func (w *connWatch) announce() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer == nil {
+		return // back up, or stopped, meanwhile
+	}
+	w.timer, w.announced = nil, true
+	fmt.Fprintf(w.out, "disconnected from %s: %s; reconnecting…\n", w.server, message(w.err))
+}
+
+func (w *connWatch) up() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if w.announced {
+		w.announced = false
+		fmt.Fprintf(w.out, "reconnected to %s\n", w.server)
+	}
+}
+
+func (w *connWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch/client"
+	"github.com/perch-dev/perch/internal/creds"
+)
+
+// answerSignIn does what a signed-in person does on the dashboard's
+// verification page: approve (or deny) the sign-in the page shows. With
+// follow, the browser then goes where the server sends it, the loopback
+// callback of perch login, and the page it gets is returned.
+func answerSignIn(t *testing.T, u *testUser, verifyURL, action string, follow bool) (page string) {
+	t.Helper()
+	v, err := url.Parse(verifyURL)
+	if err != nil || v.Query().Get("session_id") == "" {
+		t.Fatalf("verification URL %q has no session_id", verifyURL)
+	}
+	status, body := call(t, "POST", u.base+"/api/v1/auth/device/complete", u.session.AccessToken,
+		map[string]string{"session_id": v.Query().Get("session_id"), "action": action})
+	if status != 200 {
+		t.Fatalf("complete: %d %v", status, body)
+	}
+	if !follow {
+		return ""
+	}
+	redirect := body["data"].(map[string]any)["redirect_url"].(string)
+	if !strings.HasPrefix(redirect, "http://127.0.0.1:") {
+		t.Fatalf("redirect_url = %q, want the loopback callback", redirect)
+	}
+	res, err := http.Get(redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("callback answered %s", res.Header.Get("Content-Type"))
+	}
+	return string(b)
+}
+
+// TestLoginInTheBrowser signs in the four ways the desktop sign-in can end:
+// approved or denied, heard through the browser's callback or by polling.
+func TestLoginInTheBrowser(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	for _, tt := range []struct {
+		name      string
+		action    string
+		follow    bool // the browser reaches the callback
+		noBrowser bool // the person copies the address from the terminal
+		wantErr   string
+		wantPage  string
+	}{
+		{name: "approved, callback", action: "approve", follow: true, wantPage: "Signed in to Perch. You can close this tab."},
+		{name: "approved, polled", action: "approve"},
+		{name: "approved, no browser", action: "approve", noBrowser: true},
+		{name: "denied, callback", action: "deny", follow: true, wantErr: "sign-in was denied", wantPage: "Sign-in was denied."},
+		{name: "denied, polled", action: "deny", noBrowser: true, wantErr: "sign-in was denied"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, stdout, stderr := testCLI(t, dir, nil)
+			args := []string{"--server", base + "/"}
+			if tt.follow {
+				// The browser is on its way when a poll hears the answer
+				// first: login must wait for it, however long it takes.
+				c.callbackGrace = time.Minute
+			}
+			// The browser is another program: the opener hands it the
+			// address, and the person answers there while login waits.
+			browser := make(chan string, 1)
+			if tt.noBrowser {
+				args = append(args, "--no-browser")
+			} else {
+				c.openBrowser = func(verify string) error { browser <- verify; return nil }
+			}
+			done := make(chan error, 1)
+			go func() { done <- dispatch(t.Context(), "login", args, c) }()
+			var verify string
+			if tt.noBrowser {
+				verify = stderr.waitFor(t, `Open this page to sign in: (\S+)`)[1]
+			} else {
+				select {
+				case verify = <-browser:
+				case err := <-done:
+					t.Fatalf("login ended before opening the browser: %v", err)
+				}
+			}
+			page := answerSignIn(t, u, verify, tt.action, tt.follow)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("login did not finish")
+			}
+			if !strings.Contains(page, tt.wantPage) {
+				t.Errorf("callback page:\n%s\nwant %q", page, tt.wantPage)
+			}
+			st, _ := creds.Open(dir)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("login: %v, want %q", err, tt.wantErr)
+				}
+				if _, err := st.Get(""); !errors.Is(err, creds.ErrNotSignedIn) {
+					t.Fatalf("a denied sign-in was stored: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("login: %v\n%s", err, stderr)
+			}
+			if want := "Signed in to " + base + " as ada@example.com.\n"; stdout.String() != want {
+				t.Errorf("stdout %q, want %q", stdout, want)
+			}
+			// credentials.json holds the session, as the default.
+			raw, err := os.ReadFile(filepath.Join(dir, "credentials.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var file struct {
+				Default string                  `json:"default"`
+				Servers map[string]creds.SignIn `json:"servers"`
+			}
+			if err := json.Unmarshal(raw, &file); err != nil {
+				t.Fatal(err)
+			}
+			si := file.Servers[base]
+			if file.Default != base || !strings.HasPrefix(si.AccessToken, "pac_") || !strings.HasPrefix(si.RefreshToken, "prf_") || si.Email != "ada@example.com" || si.APIToken != "" {
+				t.Fatalf("credentials.json:\n%s", raw)
+			}
+			si.Server = base
+			me, err := st.Client(&si).Me(t.Context())
+			if err != nil || me.Email != "ada@example.com" {
+				t.Fatalf("Me with the stored session: %+v, %v", me, err)
+			}
+		})
+	}
+}
+
+// TestLoginThenListen: the stored session is enough for perch listen.
+func TestLoginThenListen(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	dir := t.TempDir()
+	c, _, _ := testCLI(t, dir, map[string]string{"PERCH_SERVER": base})
+	c.callbackGrace = time.Minute
+	browser := make(chan string, 1)
+	c.openBrowser = func(verify string) error { browser <- verify; return nil }
+	done := make(chan error, 1)
+	go func() { done <- dispatch(t.Context(), "login", nil, c) }()
+	answerSignIn(t, u, <-browser, "approve", true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c, stdout, stderr := testCLI(t, dir, nil)
+	stop := background(t, c, "listen")
+	stderr.waitFor(t, "listening for notifications from "+base)
+	u.send(t, client.InboundEvent{Title: "Deploy finished", Message: "api is live", Tab: "Deploys", Severity: "warning"})
+	stdout.waitFor(t, `(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  \[warning\] Deploys: Deploy finished — api is live$`)
+	if err := stop(); err != nil {
+		t.Fatalf("listen ended with %v", err)
+	}
+}
+
+func TestLoginWithAToken(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	_, pat, err := u.api.CreateAPIToken(t.Context(), "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, stdout, _ := testCLI(t, dir, nil)
+	if err := dispatch(t.Context(), "login", []string{"--server", base, "--token", pat}, c); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Signed in to " + base + " as ada@example.com.\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout, want)
+	}
+	st, _ := creds.Open(dir)
+	if si, err := st.Get(""); err != nil || si.APIToken != pat || si.AccessToken != "" || si.Server != base {
+		t.Fatalf("stored %+v, %v", si, err)
+	}
+
+	for _, tt := range []struct{ token, want string }{
+		{"pat_" + strings.Repeat("a", 52), "checking the token with " + base + ": "},
+		{"pac_notanapitoken", "--token takes an API token (pat_…)"},
+	} {
+		c, _, _ := testCLI(t, t.TempDir(), nil)
+		err := dispatch(t.Context(), "login", []string{"--server", base, "--token", tt.token}, c)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("login --token %s: %v, want %q…", tt.token, err, tt.want)
+		}
+	}
+}
+
+func TestLoginNeedsAServer(t *testing.T) {
+	c, _, _ := testCLI(t, t.TempDir(), nil)
+	err := dispatch(t.Context(), "login", nil, c)
+	if err == nil || !strings.Contains(err.Error(), "--server") {
+		t.Fatalf("login without a server: %v", err)
+	}
+	c, _, _ = testCLI(t, t.TempDir(), map[string]string{"PERCH_SERVER": "perch.example.com"})
+	if err := dispatch(t.Context(), "login", nil, c); err == nil || !strings.Contains(err.Error(), "not a server URL") {
+		t.Fatalf("login with a bad PERCH_SERVER: %v", err)
+	}
+}
+
+// TestLogout ends the session on the server, so its refresh token no longer
+// works anywhere, and forgets it here.
+func TestLogout(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	dir := t.TempDir()
+	st := u.signInTo(t, dir, base)
+	c, stdout, _ := testCLI(t, dir, nil)
+	if err := dispatch(t.Context(), "logout", nil, c); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Signed out of " + base + ".\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout, want)
+	}
+	if status, body := call(t, "POST", base+"/api/v1/auth/refresh", "", map[string]string{"refresh_token": u.session.RefreshToken}); status != 401 {
+		t.Fatalf("refresh after logout: %d %v", status, body)
+	}
+	if _, err := st.Get(base); !errors.Is(err, creds.ErrNotSignedIn) {
+		t.Fatalf("still stored: %v", err)
+	}
+	if err := dispatch(t.Context(), "logout", nil, c); err == nil || !strings.Contains(err.Error(), "not signed in") {
+		t.Fatalf("second logout: %v", err)
+	}
+}
+
+// A server that cannot end the session does not keep the sign-in here.
+func TestLogoutForgetsEvenWhenTheServerFails(t *testing.T) {
+	gone := "http://127.0.0.1:1" // nothing listens on port 1
+	dir := t.TempDir()
+	st, _ := creds.Open(dir)
+	st.Put(&creds.SignIn{Server: gone, AccessToken: "pac_x", RefreshToken: "prf_x"})
+	c, _, stderr := testCLI(t, dir, nil)
+	if err := dispatch(t.Context(), "logout", []string{"--server", gone}, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "did not end the session") || !strings.Contains(stderr.String(), "forgetting it here anyway") {
+		t.Errorf("stderr %q", stderr)
+	}
+	if _, err := st.Get(gone); !errors.Is(err, creds.ErrNotSignedIn) {
+		t.Fatalf("still stored: %v", err)
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
+)
+
+// maxStdinBody bounds the JSON body send reads from stdin; the server takes
+// no more than 1 MiB either.
+const maxStdinBody = 1 << 20
+
+// send delivers one notification through the generic receiver with a
+// webhook token, which decides who gets it. It needs a server address but
+// no sign-in: scripts and CI jobs send with a token alone.
+func (c *cli) send(ctx context.Context, args []string) error {
+	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
+	serverFlag := fs.String("server", "", "server to send to (default: PERCH_SERVER, then the default sign-in's server)")
+	token := fs.String("token", "", "webhook token (whk_…) for the inbound receiver (default: PERCH_WEBHOOK_TOKEN)")
+	title := fs.String("title", "", "title (required, unless a JSON body comes on stdin)")
+	msg := fs.String("message", "", "message")
+	tab := fs.String("tab", "", `tab (the server's default: "Inbound")`)
+	severity := fs.String("severity", "", "info, warning or error (the server's default: info)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *token == "" {
+		*token = c.getenv("PERCH_WEBHOOK_TOKEN")
+	}
+	if *token == "" {
+		return fmt.Errorf("a webhook token is required: pass --token %s… or set PERCH_WEBHOOK_TOKEN (make one on the dashboard's Webhook tokens page, for the inbound receiver)", perch.WebhookTokenPrefix)
+	}
+	st, err := c.store()
+	if err != nil {
+		return err
+	}
+	server, err := c.serverURL(st, *serverFlag)
+	if err != nil {
+		return err
+	}
+
+	var e client.InboundEvent
+	if *title == "" && c.stdin != nil && !isTerminal(c.stdin) {
+		if e, err = readEvent(c.stdin); err != nil {
+			return err
+		}
+	}
+	// Flags given on the command line win over the body's members, so a
+	// script can pipe a template and vary one field.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "title":
+			e.Title = *title
+		case "message":
+			e.Message = *msg
+		case "tab":
+			e.Tab = *tab
+		case "severity":
+			e.Severity = *severity
+		}
+	})
+	if strings.TrimSpace(e.Title) == "" {
+		return errors.New("a title is required: pass --title, or pipe a JSON body {\"title\", \"message\", \"tab\", \"severity\"} into stdin")
+	}
+
+	receipt, err := client.New(server, c.clientOpts...).Deliver(ctx, *token, e)
+	if err != nil {
+		return plain(err)
+	}
+	if receipt.Ignored != "" {
+		fmt.Fprintf(c.stderr, "the server stored nothing: %s\n", receipt.Ignored)
+	}
+	for _, id := range receipt.IDs {
+		fmt.Fprintln(c.stdout, id)
+	}
+	return nil
+}
+
+// readEvent reads the JSON body {title, message, tab, severity} from r.
+func readEvent(r io.Reader) (client.InboundEvent, error) {
+	var e client.InboundEvent
+	b, err := io.ReadAll(io.LimitReader(r, maxStdinBody+1))
+	if err != nil {
+		return e, fmt.Errorf("reading stdin: %w", err)
+	}
+	if len(b) > maxStdinBody {
+		return e, fmt.Errorf("the JSON body on stdin is over %d bytes", maxStdinBody)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return e, errors.New("stdin is empty: pipe a JSON body {\"title\", \"message\", \"tab\", \"severity\"} into it, or pass --title")
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("the body on stdin is not a JSON object {\"title\", \"message\", \"tab\", \"severity\"}: %v", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perch-dev/perch"
+)
+
+func TestSend(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	env := map[string]string{"PERCH_SERVER": base, "PERCH_WEBHOOK_TOKEN": u.webhook}
+
+	t.Run("flags", func(t *testing.T) {
+		c, stdout, _ := testCLI(t, t.TempDir(), env)
+		if err := dispatch(t.Context(), "send", []string{"--title", "Deploy finished", "--message", "api is live", "--tab", "Deploys", "--severity", "warning"}, c); err != nil {
+			t.Fatal(err)
+		}
+		n := stored(t, u, strings.TrimSpace(stdout.String()))
+		if n.Title != "Deploy finished" || n.Message != "api is live" || n.Tab != "Deploys" || n.Severity != "warning" || n.Source != "inbound" {
+			t.Fatalf("stored %+v", n)
+		}
+	})
+
+	t.Run("JSON on stdin, a flag winning over it", func(t *testing.T) {
+		c, stdout, _ := testCLI(t, t.TempDir(), nil)
+		c.stdin = strings.NewReader(`{"title": "Backup done", "message": "42 GB", "tab": "Ops", "severity": "info"}`)
+		if err := dispatch(t.Context(), "send", []string{"--server", base, "--token", u.webhook, "--severity", "error"}, c); err != nil {
+			t.Fatal(err)
+		}
+		n := stored(t, u, strings.TrimSpace(stdout.String()))
+		if n.Title != "Backup done" || n.Message != "42 GB" || n.Tab != "Ops" || n.Severity != "error" {
+			t.Fatalf("stored %+v", n)
+		}
+	})
+
+	// The server of the default sign-in will do; the sign-in itself is not
+	// used.
+	t.Run("server of the default sign-in", func(t *testing.T) {
+		dir := t.TempDir()
+		u.signInTo(t, dir, base)
+		c, stdout, _ := testCLI(t, dir, map[string]string{"PERCH_WEBHOOK_TOKEN": u.webhook})
+		if err := dispatch(t.Context(), "send", []string{"--title", "hi"}, c); err != nil || strings.TrimSpace(stdout.String()) == "" {
+			t.Fatalf("send: %v, stdout %q", err, stdout)
+		}
+	})
+
+	for _, tt := range []struct {
+		name  string
+		env   map[string]string
+		stdin string
+		args  []string
+		want  string // the whole error, as main prints it after "perch: "
+	}{
+		{name: "no token", env: map[string]string{"PERCH_SERVER": base}, args: []string{"--title", "x"},
+			want: "a webhook token is required: pass --token whk_… or set PERCH_WEBHOOK_TOKEN (make one on the dashboard's Webhook tokens page, for the inbound receiver)"},
+		{name: "not a webhook token", env: env, args: []string{"--title", "x", "--token", "pat_nope"},
+			want: "The token is not a webhook token (whk_…)."},
+		{name: "unknown webhook token", env: env, args: []string{"--title", "x", "--token", "whk_" + strings.Repeat("a", 52)},
+			want: "The webhook token is invalid or was deleted."},
+		{name: "no server", env: map[string]string{"PERCH_WEBHOOK_TOKEN": u.webhook}, args: []string{"--title", "x"},
+			want: "which server? Pass --server https://perch.example.com (or set PERCH_SERVER)"},
+		{name: "no title", env: env,
+			want: `a title is required: pass --title, or pipe a JSON body {"title", "message", "tab", "severity"} into stdin`},
+		{name: "empty stdin", env: env, stdin: " \n",
+			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity"} into it, or pass --title`},
+		{name: "bad severity", env: env, args: []string{"--title", "x", "--severity", "fatal"},
+			want: "severity must be info, warning or error."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, stdout, _ := testCLI(t, t.TempDir(), tt.env)
+			if tt.stdin != "" {
+				c.stdin = strings.NewReader(tt.stdin)
+			}
+			err := dispatch(t.Context(), "send", tt.args, c)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err = %v\nwant %s", err, tt.want)
+			}
+			if stdout.String() != "" {
+				t.Errorf("stdout %q", stdout)
+			}
+		})
+	}
+}
+
+// stored returns the user's notification with id.
+func stored(t *testing.T, u *testUser, id string) *perch.Notification {
+	t.Helper()
+	list, err := u.api.Notifications(t.Context(), "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list {
+		if n.ID == id {
+			return n
+		}
+	}
+	t.Fatalf("no notification %q among %d", id, len(list))
+	return nil
+}

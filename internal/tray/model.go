@@ -1,0 +1,587 @@
+// Package tray is the menu-bar app's state, with no UI in it: which
+// notifications the tray keeps, what is unread, what the icon and the menu
+// show, and when a desktop notification is due. Its methods say what
+// changed, so that the code drawing it (cmd/perch/tray.go, with systray) only
+// redraws and raises what it is told.
+//
+// A Model is safe for concurrent use.
+package tray
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+// Limits bound what a Model keeps and shows.
+type Limits struct {
+	PerTab    int // notifications kept per tab; older ones are forgotten
+	Total     int // notifications kept in all
+	MenuTabs  int // tabs the menu shows, those with the newest notifications
+	MenuItems int // notifications each tab shows in the menu
+	Popups    int // a replay with more unread notifications than this raises one summary
+}
+
+// DefaultLimits are the tray's.
+var DefaultLimits = Limits{PerTab: 50, Total: 200, MenuTabs: 8, MenuItems: 10, Popups: 3}
+
+// Status is the state of the tray's subscription.
+type Status int
+
+// The states of a Model.
+const (
+	Connecting Status = iota // not connected yet
+	Online                   // connected: live notifications arrive
+	Offline                  // the connection dropped; it is being made again
+	SignedOut                // no sign-in, or the server refused it
+)
+
+// Item is a notification the tray keeps.
+type Item struct {
+	ID        string
+	Tab       string
+	Title     string
+	Message   string
+	Severity  string
+	URL       string
+	CreatedAt time.Time
+	Read      bool
+}
+
+// Popup is a desktop notification the UI should raise: one notification
+// (ID set), or a summary of a replay (ID "").
+type Popup struct {
+	ID       string
+	Summary  string
+	Body     string
+	Severity string
+	URL      string
+}
+
+// Change is what a call changed.
+type Change struct {
+	Redraw bool    // the View is different
+	Popups []Popup // desktop notifications to raise, oldest first
+}
+
+// Model is the tray's state. The zero value is not usable; see New.
+type Model struct {
+	mu     sync.Mutex
+	lim    Limits
+	items  map[string]*Item
+	tabs   map[string][]*Item // by id, oldest first
+	forgot forgotten          // ids evicted lately: a replay of one is still not new
+	paused bool
+	status Status
+	detail string // why the status is what it is: an error, a retry delay
+	gap    bool   // notifications were lost for good since the last look
+
+	replaying bool
+	pending   replay
+}
+
+// replay gathers the unread notifications that arrive between Connected and
+// Ready, so that a resume after a night away raises one summary, not fifty
+// notifications.
+type replay struct {
+	first    []Popup // up to Limits.Popups+1
+	count    int
+	severity string
+	tabs     map[string]int
+}
+
+// New returns an empty Model, in state Connecting, with the limits lim
+// (zero fields take DefaultLimits').
+func New(lim Limits) *Model {
+	d := DefaultLimits
+	if lim.PerTab <= 0 {
+		lim.PerTab = d.PerTab
+	}
+	if lim.Total <= 0 {
+		lim.Total = d.Total
+	}
+	if lim.MenuTabs <= 0 {
+		lim.MenuTabs = d.MenuTabs
+	}
+	if lim.MenuItems <= 0 {
+		lim.MenuItems = d.MenuItems
+	}
+	if lim.Popups <= 0 {
+		lim.Popups = d.Popups
+	}
+	return &Model{lim: lim, items: map[string]*Item{}, tabs: map[string][]*Item{}, forgot: forgotten{max: 4 * lim.Total}}
+}
+
+// Add takes a notification from the subscription. A notification the model
+// already has is not counted again (one that arrives read marks the kept
+// copy read). A new unread notification raises a popup unless notifications
+// are paused; during a replay (between Connected and Ready) popups wait for
+// Ready.
+func (m *Model) Add(n *perch.Notification) Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed, isNew := m.add(n)
+	if !isNew {
+		return Change{Redraw: changed}
+	}
+	var ch Change
+	ch.Redraw = true
+	item := m.items[n.ID]
+	if item == nil || item.Read {
+		return ch
+	}
+	p := popupOf(item)
+	if m.replaying {
+		m.pending.add(p, item.Tab, m.lim.Popups)
+		return ch
+	}
+	if !m.paused {
+		ch.Popups = []Popup{p}
+	}
+	return ch
+}
+
+// add keeps n. For a new notification it reports isNew; for one already
+// kept, changed says whether it became read.
+func (m *Model) add(n *perch.Notification) (changed, isNew bool) {
+	if n == nil || n.ID == "" {
+		return false, false
+	}
+	if old := m.items[n.ID]; old != nil {
+		if n.Read && !old.Read {
+			old.Read = true
+			return true, false
+		}
+		return false, false
+	}
+	if m.forgot.has(n.ID) {
+		return false, false
+	}
+	tab := strings.TrimSpace(n.Tab)
+	if tab == "" {
+		tab = perch.TabInbound
+	}
+	it := &Item{
+		ID: n.ID, Tab: tab, Title: n.Title, Message: n.Message, Severity: severityOf(n.Severity),
+		URL: n.URL, CreatedAt: n.CreatedAt, Read: n.Read,
+	}
+	m.items[it.ID] = it
+	list := m.tabs[tab]
+	i, _ := slices.BinarySearchFunc(list, it.ID, func(e *Item, id string) int { return compareIDs(e.ID, id) })
+	m.tabs[tab] = slices.Insert(list, i, it)
+	if len(m.tabs[tab]) > m.lim.PerTab {
+		m.evict(tab)
+	}
+	for len(m.items) > m.lim.Total {
+		m.evict(m.oldestTab())
+	}
+	return false, true
+}
+
+// evict forgets the oldest notification of tab.
+func (m *Model) evict(tab string) {
+	list := m.tabs[tab]
+	gone := list[0]
+	list = slices.Delete(list, 0, 1)
+	if len(list) == 0 {
+		delete(m.tabs, tab)
+	} else {
+		m.tabs[tab] = list
+	}
+	delete(m.items, gone.ID)
+	m.forgot.add(gone.ID)
+}
+
+// oldestTab is the tab holding the oldest notification kept.
+func (m *Model) oldestTab() string {
+	var tab, oldest string
+	for name, list := range m.tabs {
+		if tab == "" || compareIDs(list[0].ID, oldest) < 0 {
+			tab, oldest = name, list[0].ID
+		}
+	}
+	return tab
+}
+
+// Merge takes a page of history (client.Notifications): notifications the
+// model lacks with an id up to and including upTo ("" for no bound) are
+// kept, without popups, and the read state of those it has is brought up to
+// date. Notifications after upTo are left to the subscription, whose replay
+// announces them.
+func (m *Model) Merge(history []*perch.Notification, upTo string) Change {
+	sorted := slices.Clone(history)
+	slices.SortStableFunc(sorted, func(a, b *perch.Notification) int { return compareIDs(a.ID, b.ID) })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ch Change
+	for _, n := range sorted {
+		if n == nil || (upTo != "" && compareIDs(n.ID, upTo) > 0 && m.items[n.ID] == nil) {
+			continue
+		}
+		if changed, isNew := m.add(n); changed || isNew {
+			ch.Redraw = true
+		}
+	}
+	return ch
+}
+
+// MarkRead marks one notification read and reports whether it was unread.
+func (m *Model) MarkRead(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.markRead(id)
+}
+
+func (m *Model) markRead(id string) bool {
+	it := m.items[id]
+	if it == nil || it.Read {
+		return false
+	}
+	it.Read = true
+	return true
+}
+
+// ApplyRead marks read what another client of the user marked read (a read
+// frame), and reports whether anything was unread.
+func (m *Model) ApplyRead(ids []string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for _, id := range ids {
+		if m.markRead(id) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// MarkAllRead marks every kept notification read, forgets that some were
+// lost, and reports whether anything changed.
+func (m *Model) MarkAllRead() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := m.gap
+	m.gap = false
+	for _, it := range m.items {
+		if !it.Read {
+			it.Read = true
+			changed = true
+		}
+	}
+	return changed
+}
+
+// SetPaused pauses (or resumes) desktop notifications. While paused, new
+// notifications are still kept and counted as unread.
+func (m *Model) SetPaused(paused bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := m.paused != paused
+	m.paused = paused
+	return changed
+}
+
+// Paused reports whether desktop notifications are paused.
+func (m *Model) Paused() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.paused
+}
+
+// Connected records that a connection is up: the replay of what was missed
+// follows, until Ready.
+func (m *Model) Connected() Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replaying = true
+	return m.setStatus(Online, "")
+}
+
+// Ready ends a replay. Its unread notifications are raised one by one when
+// there are at most Limits.Popups of them, and as one summary otherwise
+// (nothing while paused). gap says that notifications were lost for good;
+// the View says so until a later Ready without a gap, or MarkAllRead.
+func (m *Model) Ready(gap bool) Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := m.setStatus(Online, "")
+	if m.gap != gap {
+		m.gap = gap
+		ch.Redraw = true
+	}
+	m.replaying = false
+	p := m.pending
+	m.pending = replay{}
+	if m.paused || p.count == 0 {
+		return ch
+	}
+	if p.count <= m.lim.Popups {
+		for _, pp := range p.first {
+			if it := m.items[pp.ID]; it != nil && !it.Read { // not read elsewhere meanwhile
+				ch.Popups = append(ch.Popups, pp)
+			}
+		}
+		return ch
+	}
+	ch.Popups = []Popup{p.summary()}
+	return ch
+}
+
+// Disconnected records that the connection dropped (err) and is retried in
+// retryIn. Popups of an interrupted replay wait for the next Ready.
+func (m *Model) Disconnected(err error, retryIn time.Duration) Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	detail := "reconnecting"
+	if retryIn > 0 {
+		detail = "reconnecting in " + retryIn.Round(time.Second).String()
+	}
+	if err != nil {
+		detail += ": " + err.Error()
+	}
+	return m.setStatus(Offline, detail)
+}
+
+// SignOut forgets every notification and records that the tray is signed
+// out, for reason ("" for a plain sign-out).
+func (m *Model) SignOut(reason string) Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.items = map[string]*Item{}
+	m.tabs = map[string][]*Item{}
+	m.forgot = forgotten{max: m.forgot.max}
+	m.gap, m.replaying, m.pending = false, false, replay{}
+	m.setStatus(SignedOut, reason)
+	return Change{Redraw: true}
+}
+
+// SignedIn records that a sign-in is available again: connecting.
+func (m *Model) SignedIn() Change {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.setStatus(Connecting, "")
+}
+
+func (m *Model) setStatus(s Status, detail string) Change {
+	if m.status == s && m.detail == detail {
+		return Change{}
+	}
+	m.status, m.detail = s, detail
+	return Change{Redraw: true}
+}
+
+// View is what the tray shows.
+type View struct {
+	Unread   int    // unread notifications kept
+	Severity string // the highest unread severity; "" when all are read
+	Paused   bool
+	Status   Status
+	Detail   string // about Status: why offline or signed out
+	Gap      bool   // some notifications were lost for good (older than the server keeps)
+	Tabs     []TabView
+}
+
+// TabView is one tab of the menu.
+type TabView struct {
+	Name     string
+	Unread   int
+	Severity string // the highest unread severity in the tab; "" when all are read
+	Items    []ItemView
+}
+
+// ItemView is one notification of the menu.
+type ItemView struct {
+	ID       string
+	Title    string
+	Severity string
+	URL      string
+	Read     bool
+}
+
+// IconState is what the tray icon shows.
+type IconState struct {
+	Severity string // highest unread severity, or "" for none
+	Unread   int
+}
+
+// Icon is the icon's state of v.
+func (v View) Icon() IconState { return IconState{Severity: v.Severity, Unread: v.Unread} }
+
+// Tooltip is the text shown when pointing at the icon.
+func (v View) Tooltip() string {
+	var b strings.Builder
+	b.WriteString("Perch — ")
+	if v.Status == SignedOut {
+		b.WriteString("signed out")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d unread", v.Unread)
+	switch v.Status {
+	case Connecting:
+		b.WriteString(" · connecting")
+	case Offline:
+		b.WriteString(" · offline, " + v.Detail)
+	}
+	if v.Gap {
+		b.WriteString(" · some notifications were missed while away")
+	}
+	if v.Paused {
+		b.WriteString(" · notifications paused")
+	}
+	return b.String()
+}
+
+// View returns what the tray shows now.
+func (m *Model) View() View {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Gap: m.gap}
+	tabs := make([]TabView, 0, len(m.tabs))
+	newest := map[string]string{}
+	for name, list := range m.tabs {
+		t := TabView{Name: name}
+		for i := len(list) - 1; i >= 0; i-- {
+			it := list[i]
+			if !it.Read {
+				t.Unread++
+				t.Severity = higher(t.Severity, it.Severity)
+			}
+			if len(t.Items) < m.lim.MenuItems {
+				t.Items = append(t.Items, ItemView{ID: it.ID, Title: it.Title, Severity: it.Severity, URL: it.URL, Read: it.Read})
+			}
+		}
+		v.Unread += t.Unread
+		v.Severity = higher(v.Severity, t.Severity)
+		newest[name] = list[len(list)-1].ID
+		tabs = append(tabs, t)
+	}
+	slices.SortFunc(tabs, func(a, b TabView) int {
+		if c := compareIDs(newest[b.Name], newest[a.Name]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	if len(tabs) > m.lim.MenuTabs {
+		tabs = tabs[:m.lim.MenuTabs]
+	}
+	v.Tabs = tabs
+	return v
+}
+
+// Item returns a kept notification.
+func (m *Model) Item(id string) (Item, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it := m.items[id]
+	if it == nil {
+		return Item{}, false
+	}
+	return *it, true
+}
+
+func popupOf(it *Item) Popup {
+	body := it.Tab
+	if msg := strings.TrimSpace(it.Message); msg != "" {
+		body = msg + "\n" + it.Tab
+	}
+	return Popup{ID: it.ID, Summary: it.Title, Body: body, Severity: it.Severity, URL: it.URL}
+}
+
+func (r *replay) add(p Popup, tab string, keep int) {
+	r.count++
+	r.severity = higher(r.severity, p.Severity)
+	if r.tabs == nil {
+		r.tabs = map[string]int{}
+	}
+	r.tabs[tab]++
+	if len(r.first) <= keep {
+		r.first = append(r.first, p)
+	}
+}
+
+// summary is one popup for a whole replay: "12 new notifications",
+// "Incidents 3 · Code 9".
+func (r *replay) summary() Popup {
+	names := make([]string, 0, len(r.tabs))
+	for name := range r.tabs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, r.tabs[name])
+	}
+	return Popup{
+		Summary:  fmt.Sprintf("%d new notifications", r.count),
+		Body:     strings.Join(parts, " · "),
+		Severity: r.severity,
+	}
+}
+
+// forgotten remembers the ids of the last max evicted notifications.
+type forgotten struct {
+	max  int
+	ids  map[string]struct{}
+	fifo []string
+}
+
+func (f *forgotten) add(id string) {
+	if f.ids == nil {
+		f.ids = map[string]struct{}{}
+	}
+	f.ids[id] = struct{}{}
+	f.fifo = append(f.fifo, id)
+	if len(f.fifo) > f.max {
+		delete(f.ids, f.fifo[0])
+		f.fifo = slices.Delete(f.fifo, 0, 1)
+	}
+}
+
+func (f *forgotten) has(id string) bool {
+	_, ok := f.ids[id]
+	return ok
+}
+
+// rank orders severities; anything unknown counts as info.
+func rank(s string) int {
+	switch s {
+	case perch.SeverityError:
+		return 3
+	case perch.SeverityWarning:
+		return 2
+	case perch.SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+func severityOf(s string) string {
+	if rank(s) == 0 {
+		return perch.SeverityInfo
+	}
+	return s
+}
+
+func higher(a, b string) string {
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// compareIDs orders notification ids: decimal integers that grow over time,
+// compared as numbers; anything else as text.
+func compareIDs(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return strings.Compare(a, b)
+	}
+	return cmp.Compare(x, y)
+}
