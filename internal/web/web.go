@@ -171,23 +171,33 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 
 // fail shows an error page for what a handler could not recover from.
 func (d *Dashboard) fail(c *call, err error) {
-	status := http.StatusInternalServerError
-	switch perch.ErrorCode(err) {
-	case perch.ENOTFOUND:
-		status = http.StatusNotFound
-	case perch.EFORBIDDEN:
-		status = http.StatusForbidden
-	case perch.EBADREQUEST, perch.EVALIDATION:
-		status = http.StatusBadRequest
-	case perch.ERATELIMITED:
-		status = http.StatusTooManyRequests
-	}
+	status := statusOf(err, http.StatusInternalServerError)
 	msg := perch.ErrorMessage(err)
 	if status == http.StatusInternalServerError {
 		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
 		msg = "Something went wrong on our side. Please try again."
 	}
 	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
+}
+
+// statusOf is the HTTP status of a page that shows err; fallback for codes
+// that have no status of their own here.
+func statusOf(err error, fallback int) int {
+	switch perch.ErrorCode(err) {
+	case perch.EBADREQUEST, perch.EVALIDATION:
+		return http.StatusBadRequest
+	case perch.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case perch.EFORBIDDEN:
+		return http.StatusForbidden
+	case perch.ENOTFOUND:
+		return http.StatusNotFound
+	case perch.ECONFLICT:
+		return http.StatusConflict
+	case perch.ERATELIMITED:
+		return http.StatusTooManyRequests
+	}
+	return fallback
 }
 
 // newCall builds the API client of one page request, signed in with the
@@ -302,20 +312,7 @@ func (c *call) formError(name string, v view, err error) error {
 			v.Form[k] = vals
 		}
 	}
-	status := http.StatusBadRequest
-	switch perch.ErrorCode(err) {
-	case perch.EUNAUTHORIZED:
-		status = http.StatusUnauthorized
-	case perch.EFORBIDDEN:
-		status = http.StatusForbidden
-	case perch.ECONFLICT:
-		status = http.StatusConflict
-	case perch.ERATELIMITED:
-		status = http.StatusTooManyRequests
-	case perch.ENOTFOUND:
-		status = http.StatusNotFound
-	}
-	c.render(status, name, v)
+	c.render(statusOf(err, http.StatusBadRequest), name, v)
 	return nil
 }
 
