@@ -402,26 +402,65 @@ func (s *Store) MarkRead(ctx context.Context, u *perch.User, ids []string, all b
 // that retention has deleted.
 const settingPrunedThrough = "notifications.pruned_through"
 
+// pruneChunk is how many notifications one pruning transaction deletes at
+// most: a long backlog is deleted in many short transactions, so the ingest
+// writer, which shares SQLite's single write lock, never waits long.
+const pruneChunk = 2000
+
 // PruneNotifications deletes notifications created before cutoff and
 // remembers the highest id deleted, so that a replay from an older id can
 // report the gap. It returns how many it deleted.
+//
+// It walks the table in id order and stops at the first notification young
+// enough to keep: ids grow with creation time, so this reads only what it
+// deletes, with no index on created_at for every insert to maintain. A
+// notification stamped earlier than one before it (the clock stepped back)
+// waits for the next pass.
 func (s *Store) PruneNotifications(ctx context.Context, cutoffMS int64) (int64, error) {
+	var total int64
+	for {
+		n, err := s.pruneNotificationsChunk(ctx, cutoffMS)
+		total += n
+		if err != nil || n < pruneChunk {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) pruneNotificationsChunk(ctx context.Context, cutoffMS int64) (int64, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var maxID sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT MAX(id) FROM notifications WHERE created_at < ?`), cutoffMS).Scan(&maxID); err != nil {
+		var ids []int64
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT id, created_at FROM notifications ORDER BY id LIMIT ?`), pruneChunk)
+		if err != nil {
 			return err
 		}
-		if !maxID.Valid {
+		for rows.Next() {
+			var id, created int64
+			if err := rows.Scan(&id, &created); err != nil {
+				rows.Close()
+				return err
+			}
+			if created >= cutoffMS {
+				break
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notifications WHERE id <= ?`), maxID.Int64)
+		through := ids[len(ids)-1]
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notifications WHERE id <= ?`), through)
 		if err != nil {
 			return err
 		}
 		n, _ = res.RowsAffected()
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO settings (key, value) VALUES (?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), settingPrunedThrough, strconv.FormatInt(maxID.Int64, 10))
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), settingPrunedThrough, strconv.FormatInt(through, 10))
 		return err
 	})
 	return n, err

@@ -53,6 +53,8 @@ type Store struct {
 
 	rebound sync.Map // query with ? → query with $n, for PostgreSQL
 	stmts   sync.Map // stmtKey → *sql.Stmt, for the hot paths
+
+	ckpt *checkpointer // SQLite only
 }
 
 type stmtKey struct {
@@ -82,13 +84,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if path == "" {
 			return nil, errors.New("open sqlite: empty file path")
 		}
-		if s.w, err = sql.Open("sqlite", sqliteDSN(path, false)); err != nil {
+		if s.w, err = sql.Open("sqlite", sqliteDSN(path, sqliteWriter)); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)
 		s.w.SetConnMaxLifetime(0)
-		if s.r, err = sql.Open("sqlite", sqliteDSN(path, true)); err != nil {
+		if s.r, err = sql.Open("sqlite", sqliteDSN(path, sqliteReader)); err != nil {
 			s.w.Close()
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -97,6 +99,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		readers := max(4, runtime.NumCPU())
 		s.r.SetMaxOpenConns(readers)
 		s.r.SetMaxIdleConns(readers)
+		if err := s.startCheckpointer(path); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
@@ -105,19 +111,33 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// The roles of SQLite connections: the single writer, the readers, and the
+// connection that checkpoints the WAL in the background.
+type sqliteRole int
+
+const (
+	sqliteWriter sqliteRole = iota
+	sqliteReader
+	sqliteCheckpointer
+)
+
 // sqliteDSN names the pragmas every connection gets: WAL so readers never
 // wait for the writer, a busy timeout instead of immediate SQLITE_BUSY, and
-// immediate transactions so a writer takes its lock up front.
-func sqliteDSN(path string, readOnly bool) string {
+// immediate transactions so a writer takes its lock up front. The writer
+// leaves checkpoints to the checkpointer (see checkpoint.go) unless the WAL
+// grows past walBackstop pages.
+func sqliteDSN(path string, role sqliteRole) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
+	switch role {
+	case sqliteWriter:
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
 		q.Set("_txlock", "immediate")
+	case sqliteReader:
+		q.Add("_pragma", "query_only(1)")
 	}
 	return "file:" + path + "?" + q.Encode()
 }
@@ -135,6 +155,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close releases every prepared statement and connection.
 func (s *Store) Close() error {
+	if s.ckpt != nil {
+		s.ckpt.stop()
+	}
 	s.stmts.Range(func(_, st any) bool {
 		st.(*sql.Stmt).Close()
 		return true

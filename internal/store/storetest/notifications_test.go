@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
@@ -188,4 +189,74 @@ func BenchmarkInsertNotifications(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/notification")
 		})
 	}
+}
+
+// TestPruneNotificationsDeletesWhatRetentionPassed prunes a backlog longer
+// than one pruning transaction, and checks what a client resuming from
+// before, at and after the pruned range is told.
+func TestPruneNotificationsDeletesWhatRetentionPassed(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		clock := storetest.NewClock()
+		s.Now = clock.Now
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		audience := &perch.Audience{UserID: ada.ID, OrgID: ada.OrgID}
+		insert := func(n int, title string) []store.Stored {
+			t.Helper()
+			batch := make([]store.NewNotification, n)
+			for i := range batch {
+				batch[i] = store.NewNotification{Notification: perch.Notification{Title: title, Tab: "T", Severity: "info", Source: "inbound",
+					Scope: perch.Scope{Type: perch.ScopeUser, ID: ada.ID}}}
+			}
+			stored, err := s.InsertNotifications(ctx, batch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return stored
+		}
+		old := insert(2003, "old") // more than one pruning transaction deletes
+		if _, err := s.MarkRead(ctx, ada, []string{old[0].Notification.ID}, false); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(31 * 24 * time.Hour)
+		young := insert(2, "young")
+		lastOld := old[len(old)-1].Notification.ID
+
+		n, err := s.PruneNotifications(ctx, clock.Now().Add(-30*24*time.Hour).UnixMilli())
+		if err != nil || n != int64(len(old)) {
+			t.Fatalf("PruneNotifications = %d, %v; want %d", n, err, len(old))
+		}
+		left, err := s.Notifications(ctx, audience, "0", 100)
+		if err != nil || !slices.Equal(titles(left), []string{"young", "young"}) {
+			t.Fatalf("left after pruning: %v, %v", titles(left), err)
+		}
+		for since, want := range map[string]bool{"0": true, old[0].Notification.ID: true, lastOld: false, young[0].Notification.ID: false} {
+			if gap, err := s.ReplayGap(ctx, since); err != nil || gap != want {
+				t.Errorf("ReplayGap(%s) = %v, %v; want %v", since, gap, err, want)
+			}
+		}
+
+		// Everything past retention: the table empties, and ids still never
+		// go back, or a client resuming from an old id would miss new ones.
+		clock.Advance(31 * 24 * time.Hour)
+		if n, err := s.PruneNotifications(ctx, clock.Now().Add(-30*24*time.Hour).UnixMilli()); err != nil || n != 2 {
+			t.Fatalf("second PruneNotifications = %d, %v; want 2", n, err)
+		}
+		next := insert(1, "next")[0].Notification.ID
+		if a, b := mustID(t, next), mustID(t, young[1].Notification.ID); a <= b {
+			t.Fatalf("id %d after pruning everything, not above the last id %d", a, b)
+		}
+		if n, err := s.PruneNotifications(ctx, clock.Now().Add(-30*24*time.Hour).UnixMilli()); err != nil || n != 0 {
+			t.Fatalf("pruning with nothing old = %d, %v; want 0", n, err)
+		}
+	})
+}
+
+func mustID(t *testing.T, id string) int64 {
+	t.Helper()
+	v, err := store.ParseNotificationID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
