@@ -1,7 +1,6 @@
 package senders
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -19,8 +18,12 @@ import (
 // string, severity is not info, warning or error, or a field is too long
 // (title 200, message 4000, tab 50 characters).
 func Inbound(body []byte) (Result, error) {
-	var raw map[string]json.RawMessage
-	if err := decodeObject(body, &raw); err != nil {
+	// One pass over the body. Member names match without regard to case,
+	// as in every parser here (encoding/json's rule).
+	var in struct {
+		Title, Message, Severity, Tab any
+	}
+	if err := decodeObject(body, &in); err != nil {
 		return Result{}, err
 	}
 
@@ -29,17 +32,15 @@ func Inbound(body []byte) (Result, error) {
 	var problems []string
 	// field reads an optional string member; absent and null read as "".
 	// It reports false when the member holds another type.
-	field := func(name string) (string, bool) {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
+	field := func(name string, v any) (string, bool) {
+		switch v := v.(type) {
+		case nil:
 			return "", true
+		case string:
+			return v, true
 		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			problems = append(problems, fmt.Sprintf("%s must be a string.", name))
-			return "", false
-		}
-		return s, true
+		problems = append(problems, fmt.Sprintf("%s must be a string.", name))
+		return "", false
 	}
 	tooLong := func(name, s string, max int) {
 		if utf8.RuneCountInString(s) > max {
@@ -47,7 +48,7 @@ func Inbound(body []byte) (Result, error) {
 		}
 	}
 
-	t, ok := field("title")
+	t, ok := field("title", in.Title)
 	t = oneLine(t)
 	switch {
 	case !ok:
@@ -57,12 +58,12 @@ func Inbound(body []byte) (Result, error) {
 		tooLong("title", t, maxTitle)
 	}
 
-	msg, _ := field("message")
+	msg, _ := field("message", in.Message)
 	msg = strings.TrimSpace(multiLine(msg))
 	tooLong("message", msg, maxMessage)
 
 	// Case and stray spaces are forgiven: "Warning" means what it says.
-	sev, _ := field("severity")
+	sev, _ := field("severity", in.Severity)
 	sev = strings.ToLower(strings.TrimSpace(sev))
 	switch {
 	case sev == "":
@@ -71,7 +72,7 @@ func Inbound(body []byte) (Result, error) {
 		problems = append(problems, "severity must be info, warning or error.")
 	}
 
-	tab, _ := field("tab")
+	tab, _ := field("tab", in.Tab)
 	tab = oneLine(tab)
 	tooLong("tab", tab, maxTab)
 	if tab == "" {

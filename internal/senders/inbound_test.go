@@ -35,6 +35,9 @@ func TestInbound(t *testing.T) {
 			Tab: strings.Repeat("ü", 50), Title: strings.Repeat("é", 200), Message: strings.Repeat("ß", 4000),
 			Severity: perch.SeverityInfo, Source: perch.SourceInbound,
 		}},
+		{"member names in any case", []byte(`{"TITLE":"T","Severity":"warning"}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Severity: perch.SeverityWarning, Source: perch.SourceInbound,
+		}},
 		{"message keeps its lines", []byte(`{"title":"T","message":"line 1\r\nline 2\u0000"}`), perch.Event{
 			Tab: perch.TabInbound, Title: "T", Message: "line 1\nline 2", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
 		}},

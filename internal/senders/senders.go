@@ -125,6 +125,25 @@ func article(value string) string {
 // oneLine folds s onto a single line: titles are shown in a menu, where a
 // newline or a control character from a sender would break the layout.
 func oneLine(s string) string {
+	if tidyLine(s) {
+		return s // the usual case, with nothing to fold or allocate
+	}
+	return foldLine(s)
+}
+
+// tidyLine reports whether s is printable ASCII with single spaces between
+// words and none at the ends, which foldLine would return unchanged.
+func tidyLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' ') {
+			return false
+		}
+	}
+	return true
+}
+
+func foldLine(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '

@@ -1,0 +1,14 @@
+package senders
+
+import "testing"
+
+// BenchmarkInbound is the generic receiver's parsing per delivery.
+func BenchmarkInbound(b *testing.B) {
+	body := []byte(`{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","tab":"Deploys"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Inbound(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
