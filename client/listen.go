@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -197,23 +198,42 @@ func (c *Client) heartbeat(ctx context.Context, conn *websocket.Conn) error {
 }
 
 // read hands the frames of conn to fn until the connection breaks. Reading
-// is also what answers the server's pings.
+// is also what answers the server's pings. Reads take no context, which
+// would cost each frame a cancellation hook: the connection is closed when
+// ctx ends instead, and frames are read into one reused buffer.
 func (s *stream) read(ctx context.Context, conn *websocket.Conn) error {
+	stop := context.AfterFunc(ctx, func() { conn.CloseNow() })
+	defer stop()
+	var buf bytes.Buffer
 	for {
-		typ, b, err := conn.Read(ctx)
+		typ, r, err := conn.Reader(context.Background())
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
 			return err
 		}
 		if typ == websocket.MessageText {
-			s.handle(b)
+			s.handle(buf.Bytes())
 		}
 	}
 }
 
-// frame is a message of DESIGN.md §7.
+// frame is a message of DESIGN.md §7, decoded in one pass whatever its type:
+// data holds the members of every kind, which do not clash.
 type frame struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
+	Type string `json:"type"`
+	Data struct {
+		perch.Notification          // "notification"
+		Replayed           int      `json:"replayed"` // "ready"
+		Gap                bool     `json:"gap"`
+		LastID             string   `json:"last_id"` // "ready", optional: where the live stream starts
+		IDs                []string `json:"ids"`     // "read"
+	} `json:"data"`
 }
 
 // handle reports one frame. Frames it does not understand are skipped, so
@@ -225,33 +245,19 @@ func (s *stream) handle(b []byte) {
 	}
 	switch f.Type {
 	case "notification":
-		var n perch.Notification
-		if json.Unmarshal(f.Data, &n) != nil || n.ID == "" || !after(n.ID, s.last) {
+		n := f.Data.Notification
+		if n.ID == "" || !after(n.ID, s.last) {
 			return
 		}
 		s.last = n.ID
 		s.fn(Event{Type: EventNotification, Notification: &n})
 	case "ready":
-		var r struct {
-			Replayed int    `json:"replayed"`
-			Gap      bool   `json:"gap"`
-			LastID   string `json:"last_id"` // optional: where the live stream starts
+		if f.Data.LastID != "" && after(f.Data.LastID, s.last) {
+			s.last = f.Data.LastID
 		}
-		if json.Unmarshal(f.Data, &r) != nil {
-			return
-		}
-		if r.LastID != "" && after(r.LastID, s.last) {
-			s.last = r.LastID
-		}
-		s.fn(Event{Type: EventReady, Replayed: r.Replayed, Gap: r.Gap, LastID: s.last})
+		s.fn(Event{Type: EventReady, Replayed: f.Data.Replayed, Gap: f.Data.Gap, LastID: s.last})
 	case "read":
-		var r struct {
-			IDs []string `json:"ids"`
-		}
-		if json.Unmarshal(f.Data, &r) != nil {
-			return
-		}
-		s.fn(Event{Type: EventRead, ReadIDs: r.IDs})
+		s.fn(Event{Type: EventRead, ReadIDs: f.Data.IDs})
 	}
 }
 

@@ -331,3 +331,19 @@ func TestListenStopsOnCancel(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHandleNotificationFrame is a listening client's work per
+// notification once the frame is read.
+func BenchmarkHandleNotificationFrame(b *testing.B) {
+	frame := []byte(`{"type":"notification","data":{"id":"10","tab":"Deploys","title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","source":"inbound","url":"","created_at":"2026-01-02T03:04:05Z","scope":{"type":"org","id":"org_1"},"read":false}}`)
+	got := 0
+	s := &stream{fn: func(e Event) { got++ }}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.last = ""
+		s.handle(frame)
+	}
+	if got == 0 {
+		b.Fatal("no notification reported")
+	}
+}
