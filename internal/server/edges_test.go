@@ -159,6 +159,7 @@ func TestOperationalEndpoints(t *testing.T) {
 	expect(t, a.call("GET", "/readyz", "", nil), 200)
 	a.call("GET", "/api/v1/billing/plans", "", nil)
 	a.call("GET", "/missing", "", nil)
+	a.post(a.webhookToken(a.register("Ada"), "user", ""), "Deploy finished")
 	req, _ := http.NewRequest("GET", "/metrics", nil)
 	rec := newRecorder()
 	a.srv.ServeHTTP(rec, req)
@@ -167,6 +168,9 @@ func TestOperationalEndpoints(t *testing.T) {
 		`perch_http_requests_total{method="GET",route="GET /api/v1/billing/plans",status="200"} 1`,
 		`perch_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
 		`perch_http_request_duration_seconds_bucket{method="GET",route="GET /readyz"`,
+		"perch_ingest_transactions_total 1\n",
+		"perch_ingest_notifications_total 1\n",
+		"perch_websocket_clients 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -7,6 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/ingest"
 )
 
 // metrics are the server's Prometheus collectors.
@@ -15,7 +18,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics(reg *prometheus.Registry) *metrics {
+func newMetrics(reg *prometheus.Registry, w *ingest.Writer, h *hub.Hub) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "perch_http_requests_total",
@@ -29,6 +32,24 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if w != nil {
+		// Their ratio is how many notifications group commit puts in one
+		// transaction.
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "perch_ingest_transactions_total",
+			Help: "Transactions the ingest writer committed.",
+		}, func() float64 { tx, _ := w.Stats(); return float64(tx) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "perch_ingest_notifications_total",
+				Help: "Notifications the ingest writer stored.",
+			}, func() float64 { _, n := w.Stats(); return float64(n) }))
+	}
+	if h != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "perch_websocket_clients",
+			Help: "WebSocket clients connected to this instance.",
+		}, func() float64 { return float64(h.Len()) }))
+	}
 	return m
 }
 

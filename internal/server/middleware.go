@@ -91,9 +91,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.metrics.observe(methodLabel(r.Method), route, rec.status, d)
-		s.log.LogAttrs(r.Context(), levelFor(rec.status), "request",
-			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
-			slog.Duration("duration", d), slog.String("request_id", id))
+		if level := levelFor(rec.status); s.log.Enabled(r.Context(), level) {
+			s.log.LogAttrs(r.Context(), level, "request",
+				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+				slog.Duration("duration", d), slog.String("request_id", id))
+		}
 	})
 }
 

@@ -83,7 +83,7 @@ func New(o Options) *Server {
 		store:   o.Store,
 		log:     o.Logger,
 		limiter: o.Limiter,
-		metrics: newMetrics(o.Metrics),
+		metrics: newMetrics(o.Metrics, o.Ingest, o.Hub),
 		opts:    o,
 		admins:  map[string]bool{},
 		mux:     http.NewServeMux(),

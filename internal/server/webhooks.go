@@ -37,7 +37,7 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 			return err
 		}
 		if res.Ignored != "" {
-			writeJSON(w, http.StatusOK, map[string]any{"received": true, "ignored": res.Ignored})
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: res.Ignored})
 			return nil
 		}
 		batch := make([]store.NewNotification, len(res.Events))
@@ -61,19 +61,24 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 		if err != nil {
 			return err
 		}
-		ids := make([]string, len(stored))
-		duplicate := true
+		out := receipt{Received: true, IDs: make([]string, len(stored)), Duplicate: true}
 		for i, st := range stored {
-			ids[i] = st.Notification.ID
-			duplicate = duplicate && st.Duplicate
-		}
-		out := map[string]any{"received": true, "ids": ids}
-		if duplicate {
-			out["duplicate"] = true
+			out.IDs[i] = st.Notification.ID
+			out.Duplicate = out.Duplicate && st.Duplicate
 		}
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	})
+}
+
+// receipt is a receiver's answer: the ids of the notifications stored, and
+// whether all of them were stored before (a redelivery); or why a delivery
+// that was understood is dropped.
+type receipt struct {
+	Received  bool     `json:"received"`
+	IDs       []string `json:"ids,omitempty"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+	Ignored   string   `json:"ignored,omitempty"`
 }
 
 // webhookAudience decides who a delivery is for, from its token. Without a
