@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The events figures, in one run on this machine (loopback only, bounded):
 #  1. ingest throughput of POST /webhooks/inbound with one subscribed client,
-#     as a ratio to a trivial net/http handler under the same wrk load;
+#     as a ratio to a trivial net/http handler under the same wrk load, at 32
+#     and 128 concurrent senders;
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
-#  3. time for one org-scoped event to reach every one of many clients;
+#  3. time for one org-scoped event to reach every one of many clients, and
+#     the floor: plain TCP from a server that does nothing else;
 #  4. server memory per idle WebSocket connection.
 # Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
 set -euo pipefail
@@ -44,22 +46,36 @@ LUA
 echo "== 4. memory (measured first, on the fresh server) per idle connection (5,000 clients)"
 "$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server"
 
-echo "== 1. ingest: wrk -t2 -c32 -d${secs}s, one subscribed client"
-"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((secs + 120)) &
+echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler; wrk -t2 -d${secs}s"
+conns=(32 128) # concurrent senders
+declare -A trivial perch
+for c in "${conns[@]}"; do
+  trivial[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
+done
+"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((${#conns[@]} * secs + 120)) &
 holder=$!
 sleep 1
-trivial_rps=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
-perch_out=$(wrk -t2 -c32 -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhooks/inbound?token=$webhook")
-perch_rps=$(echo "$perch_out" | awk '/Requests\/sec/ {print $2}')
-echo "$perch_out" | grep -E 'Non-2xx|^ +50%|^ +99%' || true
+for c in "${conns[@]}"; do
+  out=$(wrk -t2 -c"$c" -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhooks/inbound?token=$webhook")
+  perch[$c]=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  echo "-c$c:"; echo "$out" | grep -E 'Non-2xx|^ +50%|^ +99%' || true
+done
 wait $holder
+metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $NF}')
-echo "accepted by the receiver so far: $accepted"
-echo "trivial handler: $trivial_rps req/s; perch ingest: $perch_rps req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*$perch_rps/$trivial_rps}")"
+echo "accepted by the receiver: $accepted; group commit: $(awk "BEGIN {printf \"%.1f\", $(metric perch_ingest_notifications_total)/$(metric perch_ingest_transactions_total)}") notifications per transaction"
+for c in "${conns[@]}"; do
+  echo "-c$c: trivial handler ${trivial[$c]} req/s; perch ingest ${perch[$c]} req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*${perch[$c]}/${trivial[$c]}}")"
+done
 
 echo "== 2. latency: 1,000 users with a client each, 1,000 events/s for 10 s, each event to one user"
 "$dir/loadgen" latency -base "$base" -clients 1000 -rate 1000 -seconds 10
 
-echo "== 3. fan-out: one org event to 10,000 clients"
-"$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000
+echo "== 3. fan-out: one org event to 10,000 clients; then the floor, plain TCP to as many clients"
+"$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9
+kill "$server"
+"$dir/loadgen" rawserve -addr 127.0.0.1:18381 -control 127.0.0.1:18382 &
+pids+=($!)
+for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18382/ >/dev/null && break; sleep 0.1; done
+"$dir/loadgen" rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000 -rounds 9
 

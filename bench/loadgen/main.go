@@ -8,6 +8,8 @@
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -pid PID
 //	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
+//	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
+//	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
 package main
 
 import (
@@ -34,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|hold|rawserve|rawfanout [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -46,7 +48,8 @@ func main() {
 	rate := fs.Int("rate", 1000, "latency: events per second")
 	seconds := fs.Int("seconds", 10, "latency: how long to post")
 	pid := fs.Int("pid", 0, "idle: the server's process id, to read its memory")
-	rounds := fs.Int("rounds", 5, "fanout: events to time, one at a time")
+	rounds := fs.Int("rounds", 5, "fanout, rawfanout: events to time, one at a time")
+	control := fs.String("control", "127.0.0.1:18382", "rawserve: address whose POSTs trigger a message; rawfanout: its URL")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -63,6 +66,10 @@ func main() {
 		err = idle(*base, *token, *clients, *pid)
 	case "hold":
 		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
+	case "rawserve":
+		err = rawServe(*addr, *control)
+	case "rawfanout":
+		err = rawFanout(*addr, *control, *clients, *rounds)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -288,9 +295,15 @@ func fanout(base, token, webhook string, n, count int) error {
 			return fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
 		}
 	}
-	slices.Sort(rounds)
-	fmt.Printf("one org event to all %d clients: median %s (rounds %v)\n", n, rounds[len(rounds)/2], rounds)
+	fmt.Printf("one org event to all %d clients: %s\n", n, spread(rounds))
 	return nil
+}
+
+// spread sums up timings: median, fastest and slowest, in milliseconds.
+func spread(ts []time.Duration) string {
+	slices.Sort(ts)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return fmt.Sprintf("median %.1f ms (fastest %.1f, slowest %.1f, %d rounds)", ms(ts[len(ts)/2]), ms(ts[0]), ms(ts[len(ts)-1]), len(ts))
 }
 
 // idle connects clients that then do nothing, and reports the server's

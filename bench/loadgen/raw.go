@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The floor of the fan-out figure: the same number of clients in this
+// process, reading plain TCP, and a server that writes one message of a
+// notification frame's size to every connection from as many goroutines as
+// it has processors, with nothing else to do. What Perch adds to that is
+// WebSocket framing (both ends), the hub, and storing the event first.
+
+// rawMessage is about the size of the notification frames of fanout.
+var rawMessage = bytes.Repeat([]byte("x"), 256)
+
+// rawServe accepts plain TCP subscribers on addr and, for each POST to
+// control, writes rawMessage to every one of them.
+func rawServe(addr, control string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return http.ListenAndServe(control, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		all := slices.Clone(conns)
+		mu.Unlock()
+		w.Write([]byte(`{"received":true}`))
+		workers := runtime.GOMAXPROCS(0)
+		for i := range workers {
+			go func() {
+				for j := i; j < len(all); j += workers {
+					all[j].Write(rawMessage)
+				}
+			}()
+		}
+	}))
+}
+
+// rawFanout connects n plain TCP clients to addr and times, over rounds, from
+// a POST to control until every client has the whole message.
+func rawFanout(addr, control string, n, rounds int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Int64
+	done := make(chan time.Time, 1)
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		context.AfterFunc(ctx, func() { c.Close() })
+		go func() {
+			buf := make([]byte, 4096)
+			have := 0
+			for {
+				k, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				at := time.Now()
+				for have += k; have >= len(rawMessage); have -= len(rawMessage) {
+					if got.Add(1) == int64(n) {
+						done <- at
+					}
+				}
+			}
+		}()
+	}
+	fmt.Printf("connected %d plain TCP clients\n", n)
+	var times []time.Duration
+	for i := range rounds {
+		got.Store(0)
+		t0 := time.Now()
+		res, err := http.Post(control, "application/json", nil)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		select {
+		case at := <-done:
+			times = append(times, at.Sub(t0))
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
+		}
+	}
+	fmt.Printf("floor, one message to all %d plain TCP clients: %s\n", n, spread(times))
+	return nil
+}
