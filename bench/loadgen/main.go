@@ -6,7 +6,7 @@
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
-//	loadgen idle    -base URL -token pat_ -clients 5000 -pid PID
+//	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
 //	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
@@ -48,6 +48,8 @@ func main() {
 	rate := fs.Int("rate", 1000, "latency: events per second")
 	seconds := fs.Int("seconds", 10, "latency: how long to post")
 	pid := fs.Int("pid", 0, "idle: the server's process id, to read its memory")
+	warm := fs.Int("warm", 2000, "idle: clients connected before the measured ones")
+	idleFor := fs.Duration("idle-for", 35*time.Second, "idle: how long the clients stay idle before memory is read (the server pings every 30 s)")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve: address whose POSTs trigger a message; rawfanout: its URL")
 	fs.Parse(os.Args[2:])
@@ -63,7 +65,7 @@ func main() {
 	case "fanout":
 		err = fanout(*base, *token, *webhook, *clients, *rounds)
 	case "idle":
-		err = idle(*base, *token, *clients, *pid)
+		err = idle(*base, *token, *clients, *warm, *pid, *idleFor)
 	case "hold":
 		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
 	case "rawserve":
@@ -306,77 +308,87 @@ func spread(ts []time.Duration) string {
 	return fmt.Sprintf("median %.1f ms (fastest %.1f, slowest %.1f, %d rounds)", ms(ts[len(ts)/2]), ms(ts[0]), ms(ts[len(ts)-1]), len(ts))
 }
 
-// idle connects clients that then do nothing, and reports the server's
-// memory per connection twice: resident memory, once it has settled (the Go
-// runtime returns the handshakes' garbage to the system gradually), and the
-// heap and goroutine stacks in use, from the server's own metrics.
-func idle(base, token string, n, pid int) error {
+// idle measures what one more idle connection costs the server: it
+// connects warm clients, lets them idle and reads the server's memory, then
+// connects n more and does the same, and divides the difference by n. The
+// warm clients take up what the server set free before (the sign-up's
+// password hash alone is 19 MiB, reused by the first connections without
+// growing the process), which would otherwise flatter the figure. Memory is
+// read twice: resident, once it has settled, and the Go heap and goroutine
+// stacks in use, from the server's own metrics. The clients idle long enough
+// for the server's first ping and their pongs.
+func idle(base, token string, n, warm, pid int, idleFor time.Duration) error {
 	if pid == 0 {
 		return fmt.Errorf("-pid is required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	before, err := rss(pid)
-	if err != nil {
-		return err
+	type reading struct {
+		rss          int64 // KiB
+		heap, stacks float64
 	}
-	inUseBefore, err := goMemoryInUse(base)
-	if err != nil {
-		return err
-	}
-	if _, err := connect(ctx, base, token, n, nil); err != nil {
-		return err
-	}
-	// Settled: no change of more than 1% over 3 s, or 60 s at most.
-	var after int64
-	for prev, start := int64(0), time.Now(); time.Since(start) < time.Minute; prev = after {
-		time.Sleep(3 * time.Second)
-		if after, err = rss(pid); err != nil {
-			return err
+	measure := func(clients int) (reading, error) {
+		if _, err := connect(ctx, base, token, clients, nil); err != nil {
+			return reading{}, err
 		}
-		if prev > 0 && math.Abs(float64(after-prev)) < 0.01*float64(prev) {
-			break
+		time.Sleep(idleFor)
+		// Settled: no change of more than 1% over 3 s, or 60 s at most.
+		var r reading
+		var err error
+		for prev, start := int64(0), time.Now(); time.Since(start) < time.Minute; prev = r.rss {
+			time.Sleep(3 * time.Second)
+			if r.rss, err = rss(pid); err != nil {
+				return r, err
+			}
+			if prev > 0 && math.Abs(float64(r.rss-prev)) < 0.01*float64(prev) {
+				break
+			}
 		}
+		r.heap, r.stacks, err = goMemoryInUse(base)
+		return r, err
 	}
-	inUseAfter, err := goMemoryInUse(base)
+	before, err := measure(warm)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("idle connections: %d; server RSS %d KiB -> %d KiB: %.1f KiB per connection (Go heap and stacks in use: %.1f KiB per connection)\n",
-		n, before, after, float64(after-before)/float64(n), float64(inUseAfter-inUseBefore)/1024/float64(n))
+	after, err := measure(n)
+	if err != nil {
+		return err
+	}
+	perConn := func(before, after float64) float64 { return (after - before) / 1024 / float64(n) }
+	fmt.Printf("idle connections: %d, then %d more; server RSS %d KiB -> %d KiB: %.1f KiB per connection (Go heap %.1f KiB and goroutine stacks %.1f KiB in use per connection)\n",
+		warm, n, before.rss, after.rss, float64(after.rss-before.rss)/float64(n), perConn(before.heap, after.heap), perConn(before.stacks, after.stacks))
 	return nil
 }
 
 // goMemoryInUse reads the server's heap and goroutine stack bytes in use
 // from its /metrics.
-func goMemoryInUse(base string) (int64, error) {
+func goMemoryInUse(base string) (heap, stacks float64, err error) {
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var total float64
-	found := 0
+	found := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
-		for _, name := range []string{"go_memstats_heap_inuse_bytes ", "go_memstats_stack_inuse_bytes "} {
-			if v, ok := strings.CutPrefix(line, name); ok {
+		for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
-					return 0, err
+					return 0, 0, err
 				}
-				total += f
-				found++
+				found[name] = f
 			}
 		}
 	}
-	if found != 2 {
-		return 0, fmt.Errorf("/metrics has no go_memstats heap and stack figures")
+	if len(found) != 2 {
+		return 0, 0, fmt.Errorf("/metrics has no go_memstats heap and stack figures")
 	}
-	return int64(total), nil
+	return found["go_memstats_heap_inuse_bytes"], found["go_memstats_stack_inuse_bytes"], nil
 }
 
 func rss(pid int) (int64, error) {

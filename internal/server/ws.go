@@ -57,8 +57,8 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := &batchWriter{timeout: wsWriteTimeout}
-	conn, err := websocket.Accept(&leanUpgrade{ResponseWriter: w, out: out}, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
+	up := &leanUpgrade{ResponseWriter: w, out: &batchWriter{timeout: wsWriteTimeout}}
+	conn, err := websocket.Accept(up, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
 		return nil // Accept has answered the request
 	}
@@ -67,7 +67,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	// contexts for hours. The replay stops at its next write when the
 	// connection ends, and its queries are bounded by the page size.
 	ctx := context.Background()
-	so := &socket{s: s, conn: conn, out: out, user: u}
+	so := &socket{s: s, conn: conn, out: up.out}
 	so.writing.Store(true) // the replay writes first; live frames wait
 	so.client = hub.NewClient(*audience, wsQueue, so.wake)
 	so.ping = time.AfterFunc(wsPingEvery, so.pingPeer)
@@ -97,7 +97,6 @@ type socket struct {
 	conn   *websocket.Conn
 	out    *batchWriter
 	client *hub.Client
-	user   *perch.User
 	ping   *time.Timer
 
 	writing atomic.Bool // the replay or a drain goroutine is writing
@@ -224,7 +223,7 @@ func (so *socket) pingPeer() {
 }
 
 // read reads what the client sends (read receipts) and, by reading, lets
-// pongs and close frames through. When the connection ends, for whatever
+// pings, pongs and close frames through. When the connection ends, for whatever
 // reason, it takes the client out of the hub.
 func (so *socket) read() {
 	defer func() {
@@ -238,20 +237,29 @@ func (so *socket) read() {
 		if err != nil {
 			return
 		}
-		var in struct {
-			Type string `json:"type"`
-			Data struct {
-				IDs []string `json:"ids"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(data, &in) != nil || in.Type != "read" || len(in.Data.IDs) == 0 || len(in.Data.IDs) > maxHistoryLimit {
-			continue // not something a client of ours sends; ignore it
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wsWriteTimeout)
-		if _, err := so.s.readAndTell(ctx, so.user, in.Data.IDs, false); err != nil {
-			so.s.log.Warn("websocket read receipt failed", "user", so.user.ID, "err", err)
-		}
-		cancel()
+		so.receipt(data)
+	}
+}
+
+// receipt carries out a read receipt from the client; anything else a
+// client may send is ignored.
+func (so *socket) receipt(data []byte) {
+	var in struct {
+		Type string `json:"type"`
+		Data struct {
+			IDs []string `json:"ids"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(data, &in) != nil || in.Type != "read" || len(in.Data.IDs) == 0 || len(in.Data.IDs) > maxHistoryLimit {
+		return // not something a client of ours sends
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wsWriteTimeout)
+	defer cancel()
+	// The connection keeps the user's audience only, not the whole account:
+	// an idle connection should cost little.
+	u := &perch.User{ID: so.client.Audience.UserID, OrgID: so.client.Audience.OrgID}
+	if _, err := so.s.readAndTell(ctx, u, in.Data.IDs, false); err != nil {
+		so.s.log.Warn("websocket read receipt failed", "user", u.ID, "err", err)
 	}
 }
 
