@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -83,6 +85,33 @@ func TestPanicsBecomeQuiet500s(t *testing.T) {
 	}
 	if !strings.Contains(a.logs.String(), "secret detail") || !strings.Contains(a.logs.String(), res.Header.Get("X-Request-Id")) {
 		t.Fatalf("the log lacks the panic or the request id:\n%s", a.logs)
+	}
+}
+
+func TestRequestIDsAreTheCallersOnlyWhenPlain(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	a.srv.mux.Handle("GET /test/fail", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errors.New("internal detail")
+	}))
+	for _, tc := range []struct{ sent, kept string }{
+		{sent: "trace-42.a_b", kept: "trace-42.a_b"},
+		{sent: "two words", kept: ""},
+		{sent: strings.Repeat("x", 65), kept: ""},
+	} {
+		before := len(a.logs.String())
+		req := httptest.NewRequest("GET", "/test/fail", nil)
+		req.Header.Set("X-Request-Id", tc.sent)
+		rec := newRecorder()
+		a.srv.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if tc.kept != "" && got != tc.kept || tc.kept == "" && (got == tc.sent || len(got) != 16) {
+			t.Fatalf("sent %q: answered with request id %q", tc.sent, got)
+		}
+		// The log line of the failure names the same id, never a rejected one.
+		logged := a.logs.String()[before:]
+		if !strings.Contains(logged, "internal detail") || !strings.Contains(logged, got) || tc.kept == "" && strings.Contains(logged, tc.sent) {
+			t.Fatalf("sent %q, answered %q; log:\n%s", tc.sent, got, logged)
+		}
 	}
 }
 

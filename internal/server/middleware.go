@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -45,14 +44,13 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	principalKey
-)
+const principalKey ctxKey = 0
 
+// requestID is the request's id. observe has made the request's
+// X-Request-Id header into it, which spares a copy of the request (as a
+// context value would take) on every request.
 func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey).(string)
-	return id
+	return r.Header.Get("X-Request-Id")
 }
 
 // validRequestID accepts a caller's X-Request-Id only when it is short and
@@ -80,8 +78,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
+		r.Header.Set("X-Request-Id", id)
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 
