@@ -86,12 +86,18 @@ func (w *Writer) Stats() (transactions, notifications int64) {
 // published again.
 func (w *Writer) Write(ctx context.Context, batch ...store.NewNotification) ([]store.Stored, error) {
 	r := &request{batch: batch, reply: make(chan reply, 1)}
+	// The queue is seldom full: try it before waiting on the caller's
+	// context as well, which would cost every request a channel.
 	select {
 	case w.reqs <- r:
-	case <-w.done:
-		return nil, ErrStopped
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		select {
+		case w.reqs <- r:
+		case <-w.done:
+			return nil, ErrStopped
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case rep := <-r.reply:

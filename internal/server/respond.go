@@ -70,9 +70,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, statusOf[code], body)
 }
 
+// Header values every JSON answer carries, shared rather than made anew for
+// each: net/http copies a handler's header values when it writes them.
+var (
+	jsonContentType = []string{"application/json; charset=utf-8"}
+	noSniff         = []string{"nosniff"}
+)
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }

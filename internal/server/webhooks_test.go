@@ -620,3 +620,29 @@ func TestWebhookRedeliveryConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// queryValue must read a receiver's ?token= exactly as url.Values would.
+func TestQueryValueAgreesWithURLValues(t *testing.T) {
+	for _, q := range []string{
+		"", "token=whk_abc", "a=1&token=whk_abc&b=2", "token=first&token=second", "token", "token=",
+		"tokens=x&token=y", "xtoken=x", "&&token=a&&", "token=a%62c", "tok%65n=abc", "token=a+b", "a=1;token=x&token=y",
+		"=v&token=w", "token==x",
+	} {
+		u := &url.URL{RawQuery: q}
+		if got, want := queryValue(u, "token"), u.Query().Get("token"); got != want {
+			t.Errorf("query %q: %q, want %q", q, got, want)
+		}
+	}
+}
+
+func FuzzQueryValue(f *testing.F) {
+	for _, q := range []string{"token=whk_abc", "a=1&token=x%20y", "token=a;b", "token=a&token=b"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		u := &url.URL{RawQuery: q}
+		if got, want := queryValue(u, "token"), u.Query().Get("token"); got != want {
+			t.Fatalf("query %q: %q, want %q", q, got, want)
+		}
+	})
+}
