@@ -28,9 +28,9 @@ type Stored struct {
 }
 
 // insertNotifications returns the statement that inserts rows notifications
-// at once. A row whose dedupe key is stored already is skipped, and the
-// statement returns the id and key of each row it did insert.
-func insertNotifications(rows int) string {
+// at once. A row whose dedupe key is stored already is skipped; with
+// returning, the statement returns the id and key of each row it did insert.
+func insertNotifications(rows int, returning bool) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO notifications
 	(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key) VALUES `)
@@ -40,7 +40,10 @@ func insertNotifications(rows int) string {
 		}
 		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
-	b.WriteString(` ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key`)
+	b.WriteString(` ON CONFLICT (dedupe_key) DO NOTHING`)
+	if returning {
+		b.WriteString(` RETURNING id, dedupe_key`)
+	}
 	return b.String()
 }
 
@@ -71,22 +74,35 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	// Statements are prepared before the transaction: on SQLite the
 	// transaction holds the only writer connection, which preparing would
 	// wait for.
-	prepared := make(map[int]*sql.Stmt, len(insertChunks))
-	for rest := len(batch); rest > 0; {
-		size := chunkSize(rest)
-		if prepared[size] == nil {
-			st, err := s.prepared(ctx, s.w, insertNotifications(size))
+	type shape struct {
+		rows      int
+		returning bool
+	}
+	prepared := make(map[shape]*sql.Stmt, len(insertChunks))
+	for start := 0; start < len(batch); {
+		sh := shape{chunkSize(len(batch) - start), false}
+		sh.returning = s.needsReturning(batch[start : start+sh.rows])
+		if prepared[sh] == nil {
+			st, err := s.prepared(ctx, s.w, insertNotifications(sh.rows, sh.returning))
 			if err != nil {
 				return nil, err
 			}
-			prepared[size] = st
+			prepared[sh] = st
 		}
-		rest -= size
+		start += sh.rows
 	}
 	insert := func(tx *sql.Tx) error {
 		for start := 0; start < len(batch); {
 			size := chunkSize(len(batch) - start)
-			err := s.insertChunk(ctx, tx, tx.StmtContext(ctx, prepared[size]), now, batch[start:start+size], out[start:start+size])
+			chunk := batch[start : start+size]
+			returning := s.needsReturning(chunk)
+			stmt := tx.StmtContext(ctx, prepared[shape{size, returning}])
+			var err error
+			if returning {
+				err = s.insertChunk(ctx, tx, stmt, now, chunk, out[start:start+size])
+			} else {
+				err = insertKeyless(ctx, stmt, now, chunk, out[start:start+size])
+			}
 			if err != nil {
 				return err
 			}
@@ -161,11 +177,43 @@ func chunkSize(rows int) int {
 	return 1
 }
 
-// insertChunk inserts one statement's worth of rows and fills out. Ids come
-// in the order of the VALUES rows, so sorted they pair off with the rows
-// that were inserted: every row but those whose key was stored before (or
-// earlier in the same batch), which are duplicates.
-func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+// needsReturning reports whether inserting chunk must return what it
+// inserted. On SQLite, rows without a dedupe key are all inserted, with
+// consecutive ids (one writer; AUTOINCREMENT takes the next id each time),
+// so the last id says which: RETURNING would only cost SQLite a temporary
+// table for every statement. PostgreSQL always returns them.
+func (s *Store) needsReturning(chunk []NewNotification) bool {
+	if s.dialect == Postgres {
+		return true
+	}
+	return slices.ContainsFunc(chunk, func(nn NewNotification) bool { return nn.DedupeKey != "" })
+}
+
+// insertKeyless inserts rows that carry no dedupe key, on SQLite, and fills
+// out: the rows took the ids up to the last one, in order.
+func insertKeyless(ctx context.Context, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+	res, err := insert.ExecContext(ctx, insertArgs(chunk, now)...)
+	if err != nil {
+		return err
+	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
+		return fmt.Errorf("insert notifications: %d of %d rows inserted (%v)", n, len(chunk), err)
+	}
+	first := last - int64(len(chunk)) + 1
+	for i, nn := range chunk {
+		n := nn.Notification
+		n.ID, n.CreatedAt, n.Read = strconv.FormatInt(first+int64(i), 10), now, false
+		out[i] = Stored{Notification: n}
+	}
+	return nil
+}
+
+// insertArgs are the values of insertNotifications' rows.
+func insertArgs(chunk []NewNotification, now time.Time) []any {
 	args := make([]any, 0, 10*len(chunk))
 	for _, nn := range chunk {
 		n := &nn.Notification
@@ -175,7 +223,15 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, n
 		}
 		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key)
 	}
-	rows, err := insert.QueryContext(ctx, args...)
+	return args
+}
+
+// insertChunk inserts one statement's worth of rows and fills out. Ids come
+// in the order of the VALUES rows, so sorted they pair off with the rows
+// that were inserted: every row but those whose key was stored before (or
+// earlier in the same batch), which are duplicates.
+func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+	rows, err := insert.QueryContext(ctx, insertArgs(chunk, now)...)
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,53 @@ func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
 		if want := 1 + len(batch) - 4; len(all) != want {
 			t.Fatalf("%d notifications stored, want %d", len(all), want)
 		}
+		// Each answer names the row it stored, whichever way its statement
+		// learned the ids.
+		titles := map[string]string{}
+		for _, n := range all {
+			titles[n.ID] = n.Title
+		}
+		for i, st := range stored {
+			if got := titles[st.Notification.ID]; got != st.Notification.Title {
+				t.Fatalf("row %d was answered with id %s, which holds %q, not %q", i, st.Notification.ID, got, st.Notification.Title)
+			}
+		}
+	})
+}
+
+// TestInsertNotificationsWithoutKeysAnswersTheirIDs stores batches without
+// dedupe keys, in statements of every size, and reads each answered id back.
+func TestInsertNotificationsWithoutKeysAnswersTheirIDs(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		scope := perch.Scope{Type: perch.ScopeAll}
+		batchOf := func(prefix string, n int) []store.NewNotification {
+			b := make([]store.NewNotification, n)
+			for i := range b {
+				b[i] = store.NewNotification{Notification: perch.Notification{Title: fmt.Sprintf("%s %d", prefix, i), Tab: "T", Severity: "info", Source: "inbound", Scope: scope}}
+			}
+			return b
+		}
+		var answered []store.Stored
+		for _, n := range []int{1, 3, 85, 17} { // 85 = 64 + 16 + 4 + 1
+			stored, err := s.InsertNotifications(ctx, batchOf(fmt.Sprintf("batch of %d", n), n), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered = append(answered, stored...)
+		}
+		all, err := s.Notifications(ctx, &perch.Audience{UserID: "nobody", OrgID: "none"}, "0", 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(answered) {
+			t.Fatalf("%d stored, %d answered", len(all), len(answered))
+		}
+		for i, st := range answered {
+			if st.Duplicate || all[i].ID != st.Notification.ID || all[i].Title != st.Notification.Title {
+				t.Fatalf("answer %d = %+v; stored %+v", i, st, all[i])
+			}
+		}
 	})
 }
 
