@@ -285,22 +285,35 @@ func fanout(base, token, webhook string, n, count int) error {
 		return err
 	}
 	fmt.Printf("connected %d clients\n", n)
-	var rounds []time.Duration
-	for i := range count {
-		got.Store(0)
-		t0 := time.Now()
-		if err := post(base, webhook, "fanout"+strconv.Itoa(i)); err != nil {
-			return err
-		}
-		select {
-		case at := <-done:
-			rounds = append(rounds, at.Sub(t0))
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
-		}
+	rounds, err := timeRounds(count, n, &got, done, func(i int) error {
+		return post(base, webhook, "fanout"+strconv.Itoa(i))
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("one org event to all %d clients: %s\n", n, spread(rounds))
 	return nil
+}
+
+// timeRounds times, rounds times, from send(i) until done says that the
+// last of n clients has the message; got counts the clients that have it.
+// Perch's fan-out and its floor are timed by this same code.
+func timeRounds(rounds, n int, got *atomic.Int64, done <-chan time.Time, send func(i int) error) ([]time.Duration, error) {
+	var times []time.Duration
+	for i := range rounds {
+		got.Store(0)
+		t0 := time.Now()
+		if err := send(i); err != nil {
+			return nil, err
+		}
+		select {
+		case at := <-done:
+			times = append(times, at.Sub(t0))
+		case <-time.After(30 * time.Second):
+			return nil, fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
+		}
+	}
+	return times, nil
 }
 
 // spread sums up timings: median, fastest and slowest, in milliseconds.

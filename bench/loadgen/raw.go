@@ -90,22 +90,16 @@ func rawFanout(addr, control string, n, rounds int) error {
 		}()
 	}
 	fmt.Printf("connected %d plain TCP clients\n", n)
-	var times []time.Duration
-	for i := range rounds {
-		got.Store(0)
-		t0 := time.Now()
+	times, err := timeRounds(rounds, n, &got, done, func(int) error {
 		res, err := http.Post(control, "application/json", nil)
 		if err != nil {
 			return err
 		}
 		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		select {
-		case at := <-done:
-			times = append(times, at.Sub(t0))
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("round %d: %d of %d clients received it in 30s", i, got.Load(), n)
-		}
+		return res.Body.Close()
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("floor, one message to all %d plain TCP clients: %s\n", n, spread(times))
 	return nil

@@ -74,39 +74,35 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	// Statements are prepared before the transaction: on SQLite the
 	// transaction holds the only writer connection, which preparing would
 	// wait for.
-	type shape struct {
-		rows      int
-		returning bool
+	type statement struct {
+		start, rows int
+		returning   bool
+		stmt        *sql.Stmt
 	}
-	prepared := make(map[shape]*sql.Stmt, len(insertChunks))
+	var plan []statement
 	for start := 0; start < len(batch); {
-		sh := shape{chunkSize(len(batch) - start), false}
-		sh.returning = s.needsReturning(batch[start : start+sh.rows])
-		if prepared[sh] == nil {
-			st, err := s.prepared(ctx, s.w, insertNotifications(sh.rows, sh.returning))
-			if err != nil {
-				return nil, err
-			}
-			prepared[sh] = st
+		st := statement{start: start, rows: chunkSize(len(batch) - start)}
+		st.returning = s.needsReturning(batch[start : start+st.rows])
+		var err error
+		if st.stmt, err = s.prepared(ctx, s.w, insertNotifications(st.rows, st.returning)); err != nil {
+			return nil, err
 		}
-		start += sh.rows
+		plan = append(plan, st)
+		start += st.rows
 	}
 	insert := func(tx *sql.Tx) error {
-		for start := 0; start < len(batch); {
-			size := chunkSize(len(batch) - start)
-			chunk := batch[start : start+size]
-			returning := s.needsReturning(chunk)
-			stmt := tx.StmtContext(ctx, prepared[shape{size, returning}])
+		for _, st := range plan {
+			chunk, into := batch[st.start:st.start+st.rows], out[st.start:st.start+st.rows]
+			stmt := tx.StmtContext(ctx, st.stmt)
 			var err error
-			if returning {
-				err = s.insertChunk(ctx, tx, stmt, now, chunk, out[start:start+size])
+			if st.returning {
+				err = s.insertChunk(ctx, tx, stmt, now, chunk, into)
 			} else {
-				err = insertKeyless(ctx, stmt, now, chunk, out[start:start+size])
+				err = insertKeyless(ctx, stmt, now, chunk, into)
 			}
 			if err != nil {
 				return err
 			}
-			start += size
 		}
 		return nil
 	}
@@ -486,7 +482,7 @@ func (s *Store) PruneNotifications(ctx context.Context, cutoffMS int64) (int64, 
 func (s *Store) pruneNotificationsChunk(ctx context.Context, cutoffMS int64) (int64, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var ids []int64
+		var through int64 // the last id to delete; 0 when none is old enough
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT id, created_at FROM notifications ORDER BY id LIMIT ?`), pruneChunk)
 		if err != nil {
 			return err
@@ -500,16 +496,15 @@ func (s *Store) pruneNotificationsChunk(ctx context.Context, cutoffMS int64) (in
 			if created >= cutoffMS {
 				break
 			}
-			ids = append(ids, id)
+			through = id
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if through == 0 {
 			return nil
 		}
-		through := ids[len(ids)-1]
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notifications WHERE id <= ?`), through)
 		if err != nil {
 			return err
