@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -15,14 +14,6 @@ func (d *Dashboard) Home(w http.ResponseWriter, r *http.Request, c *call) error 
 		return c.redirect("/notifications", "")
 	}
 	return c.redirect("/signin", "")
-}
-
-// safeNext is where to go after signing in: a path of this site only.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/notifications"
-	}
-	return next
 }
 
 // SignInPage shows the sign-in form; a signed-in visitor goes straight on.
