@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -58,4 +59,83 @@ func TestDashboardRedirectsOnlyWithinTheSite(t *testing.T) {
 	// Signing up carries next the same way.
 	out.post("/signup", url.Values{"name": {"Bob"}, "email": {emailFor("Bob")}, "password": {goodPassword}, "next": {"/\t/evil.test"}}).
 		expect(t, 303, "/notifications")
+}
+
+// TestEveryResponseSaysNoSniff: whatever answers, and however, the browser
+// is told not to guess the content type.
+func TestEveryResponseSaysNoSniff(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	a.srv.mux.Handle("GET /test/panic", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error { panic("boom") }))
+	for _, c := range []struct {
+		method, path, token string
+		body                any
+		status              int
+	}{
+		{"GET", "/api/v1/billing/plans", "", nil, 200},
+		{"GET", "/api/v1/users/me", ada.Access, nil, 200},
+		{"GET", "/api/v1/users/me", "", nil, 401},
+		{"DELETE", "/api/v1/tokens/nope", ada.Access, nil, 404},
+		{"PUT", "/api/v1/tokens", ada.Access, nil, 405},
+		{"POST", "/webhooks/inbound", "", map[string]string{"title": "Hi"}, 200},
+		{"POST", "/webhooks/inbound?token=whk_nope", "", map[string]string{"title": "Hi"}, 401},
+		{"GET", "/healthz", "", nil, 200},
+		{"GET", "/metrics", "", nil, 200},
+		{"GET", "/", "", nil, 303},
+		{"GET", "/signin", "", nil, 200},
+		{"GET", "/notifications", "", nil, 303},
+		{"POST", "/signin", "", "", 400},
+		{"GET", "/assets/style.css", "", nil, 200},
+		{"GET", "/assets/app.js", "", nil, 200},
+		{"GET", "/assets/nope.css", "", nil, 404},
+		{"GET", "/no-such-page", "", nil, 404},
+		{"GET", "/test/panic", "", nil, 500},
+	} {
+		res := a.call(c.method, c.path, c.token, c.body)
+		if res.Status != c.status {
+			t.Errorf("%s %s: status %d, want %d: %.200s", c.method, c.path, res.Status, c.status, res.Raw)
+		}
+		if got := res.Header.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q, want nosniff", c.method, c.path, got)
+		}
+	}
+}
+
+// TestAssetsListNoDirectory: the assets are served one file at a time; a
+// directory, or a file that is not there, is an error in the error shape.
+func TestAssetsListNoDirectory(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	for _, path := range []string{"/assets/", "/assets/nope/", "/assets/nope.css", "/assets/style.css/", "/assets/%2e%2e/"} {
+		res := expect(t, a.call("GET", path, "", nil), 404)
+		if strings.Contains(res.Raw, "<a href") || res.Header.Get("Cache-Control") != "" {
+			t.Errorf("GET %s: %v %s", path, res.Header, res.Raw)
+		}
+	}
+	res := expect(t, a.call("GET", "/assets/style.css", "", nil), 200)
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/css") || !strings.Contains(res.Raw, "{") {
+		t.Fatalf("style.css: %q %.100s", ct, res.Raw)
+	}
+	if res.Header.Get("Cache-Control") != "public, max-age=3600" {
+		t.Fatalf("style.css: Cache-Control %q", res.Header.Get("Cache-Control"))
+	}
+	if ct := a.call("GET", "/assets/app.js", "", nil).Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") {
+		t.Fatalf("app.js: Content-Type %q", ct)
+	}
+}
+
+// TestDashboardConnectsOnlyToItsOwnOrigin: the pages' connect-src is this
+// server, over HTTP and over the WebSocket, and no other host.
+func TestDashboardConnectsOnlyToItsOwnOrigin(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://perch.test":          "connect-src 'self' ws://perch.test;",
+		"https://perch.example.com":  "connect-src 'self' wss://perch.example.com;",
+		"http://127.0.0.1:8080":      "connect-src 'self' ws://127.0.0.1:8080;",
+		"https://perch.example.com/": "connect-src 'self' wss://perch.example.com;",
+	} {
+		a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.BaseURL = base })
+		csp := a.call("GET", "/signin", "", nil).Header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, want) || strings.Contains(csp, " ws: ") || strings.Contains(csp, "wss:;") {
+			t.Errorf("base %s: CSP %q, want %q", base, csp, want)
+		}
+	}
 }

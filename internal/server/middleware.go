@@ -68,7 +68,10 @@ func validRequestID(id string) bool {
 }
 
 // observe gives each request an ID, then logs one line and records metrics
-// for it once it is answered.
+// for it once it is answered. Every answer, whoever writes it (the API, a
+// receiver, a page, an asset, /metrics, an error), carries
+// X-Content-Type-Options: nosniff, so that no browser runs a body as
+// something other than its declared type.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -79,7 +82,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		r.Header.Set("X-Request-Id", id)
-		w.Header().Set("X-Request-Id", id)
+		h := w.Header()
+		h.Set("X-Request-Id", id)
+		h["X-Content-Type-Options"] = noSniff
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 

@@ -70,17 +70,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, statusOf[code], body)
 }
 
-// Header values every JSON answer carries, shared rather than made anew for
-// each: net/http copies a handler's header values when it writes them.
+// Header values every answer (noSniff: see observe) or every JSON answer
+// carries, shared rather than made anew for each: net/http copies a
+// handler's header values when it writes them.
 var (
 	jsonContentType = []string{"application/json; charset=utf-8"}
 	noSniff         = []string{"nosniff"}
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["X-Content-Type-Options"] = noSniff
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }

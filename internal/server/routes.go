@@ -87,7 +87,7 @@ func (s *Server) routes() {
 	// The dashboard (internal/web): pages outside /api/v1, rendered on the
 	// server; every form post is checked for a cross-origin sender.
 	d := s.web
-	m.HandleFunc("GET /assets/", d.Assets)
+	m.Handle("GET /assets/", s.handle(d.Assets))
 	m.Handle("GET /{$}", d.Public(d.Home))
 	m.Handle("GET /signin", d.Public(d.SignInPage))
 	m.Handle("POST /signin", d.Public(d.SignIn))

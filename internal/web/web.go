@@ -53,8 +53,9 @@ type Dashboard struct {
 	secure  bool // cookies only over https
 	log     *slog.Logger
 	pages   map[string]*template.Template
-	assets  http.Handler
+	assets  fs.FS
 	origins *http.CrossOriginProtection
+	csp     string // the pages' Content-Security-Policy
 }
 
 // New parses the templates; a template that does not parse is a bug, and
@@ -68,9 +69,18 @@ func New(o Options) *Dashboard {
 		pages:   map[string]*template.Template{},
 		origins: http.NewCrossOriginProtection(),
 	}
+	// The feed's WebSocket is on this server: browsers before CSP level 3
+	// do not count ws(s):// of the page's own host as 'self', so it is named.
+	connect := "'self'"
 	if u, err := url.Parse(d.base); err == nil && u.Host != "" {
 		d.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+		ws := "ws://"
+		if u.Scheme == "https" {
+			ws = "wss://"
+		}
+		connect += " " + ws + u.Host
 	}
+	d.csp = "default-src 'self'; img-src 'self' data:; connect-src " + connect + "; frame-ancestors 'none'; form-action 'self' http://127.0.0.1:*"
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	names, _ := fs.Glob(templateFiles, "templates/*.html")
 	for _, name := range names {
@@ -80,8 +90,7 @@ func New(o Options) *Dashboard {
 		}
 		d.pages[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, name))
 	}
-	sub, _ := fs.Sub(assetFiles, "assets")
-	d.assets = http.StripPrefix("/assets/", http.FileServerFS(sub))
+	d.assets, _ = fs.Sub(assetFiles, "assets")
 	return d
 }
 
@@ -95,10 +104,28 @@ func (d *Dashboard) CheckOrigin(r *http.Request) error {
 	return nil
 }
 
-// Assets serves the embedded stylesheet, script and icons.
-func (d *Dashboard) Assets(w http.ResponseWriter, r *http.Request) {
+// Assets serves the embedded stylesheet, script and icons under /assets/,
+// one file at a time: a directory is not listed but not found, like a file
+// that is not there (the caller writes the error).
+func (d *Dashboard) Assets(w http.ResponseWriter, r *http.Request) error {
+	notFound := perch.Errorf(perch.ENOTFOUND, "There is nothing at %s.", r.URL.Path)
+	name, ok := strings.CutPrefix(r.URL.Path, "/assets/")
+	if !ok || !fs.ValidPath(name) || name == "." {
+		return notFound
+	}
+	f, err := d.assets.Open(name)
+	if err != nil {
+		return notFound
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	content, seekable := f.(io.ReadSeeker)
+	if err != nil || info.IsDir() || !seekable {
+		return notFound
+	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
-	d.assets.ServeHTTP(w, r)
+	http.ServeContent(w, r, name, info.ModTime(), content)
+	return nil
 }
 
 // view is what every page template gets.
@@ -142,7 +169,7 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Referrer-Policy", "same-origin")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; form-action 'self' http://127.0.0.1:*")
+		w.Header().Set("Content-Security-Policy", d.csp)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := d.CheckOrigin(r); err != nil {
 				http.Error(w, perch.ErrorMessage(err), http.StatusForbidden)
