@@ -20,6 +20,8 @@ import (
 // config is the server's configuration (DESIGN.md §3).
 type config struct {
 	Listen             string
+	MetricsListen      string
+	MetricsToken       string
 	BaseURL            string
 	DatabaseURL        string
 	RedisURL           string
@@ -56,6 +58,34 @@ var settings = []setting{
 			return fmt.Errorf("want host:port, e.g. :8080 or 127.0.0.1:8080")
 		}
 		c.Listen = v
+		return nil
+	}},
+	{"metrics-listen", "", "address to serve /metrics on, apart from the API (unset: /metrics is on the main address)", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port, e.g. 127.0.0.1:9090")
+		}
+		if _, port, _ := net.SplitHostPort(v); v == c.Listen && port != "0" {
+			return fmt.Errorf("must differ from the main address (PERCH_LISTEN)")
+		}
+		c.MetricsListen = v
+		return nil
+	}},
+	{"metrics-token", "", "bearer token that /metrics requires (unset: /metrics is open)", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if len(v) < 16 {
+			return fmt.Errorf("want at least 16 characters, e.g. the output of openssl rand -hex 32")
+		}
+		for _, r := range v {
+			if r <= ' ' || r >= 0x7f {
+				return fmt.Errorf("want printable ASCII without spaces")
+			}
+		}
+		c.MetricsToken = v
 		return nil
 	}},
 	{"base-url", "http://localhost:8080", "public URL of this server, used in links and webhook URLs", func(c *config, v string) error {

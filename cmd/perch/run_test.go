@@ -49,9 +49,22 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 // startServer runs `perch serve` in-process on a free port and returns its
 // base URL; the server stops, and must stop cleanly, when the test ends.
 func startServer(t *testing.T, env map[string]string) string {
+	t.Helper()
+	base, _ := startServerOutput(t, env)
+	return base
+}
+
+// startServerOutput is startServer that also returns what serve printed.
+func startServerOutput(t *testing.T, env map[string]string) (string, *lineWriter) {
 	t.Helper()
 	env["PERCH_LISTEN"] = "127.0.0.1:0"
 	if env["PERCH_DATABASE_URL"] == "" {
@@ -73,13 +86,14 @@ func startServer(t *testing.T, env map[string]string) string {
 	select {
 	case base := <-found:
 		waitHealthy(t, base)
-		return base
+		return base, out
 	case err := <-done:
+		done <- nil // for the cleanup, which waits for serve to return
 		t.Fatalf("serve exited early: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not start listening")
 	}
-	return ""
+	return "", nil
 }
 
 func waitHealthy(t *testing.T, base string) {
@@ -223,12 +237,13 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_ANONYMOUS_BROADCAST": "maybe",
 		"PERCH_TRUSTED_PROXIES":     "10.0.0.0/8, not-a-cidr",
 		"PERCH_BASE_URL":            "ftp://x",
+		"PERCH_METRICS_TOKEN":       "short",
 	}
 	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
-	for _, want := range []string{"PERCH_LISTEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention"} {
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -251,5 +266,65 @@ func TestUnknownCommand(t *testing.T) {
 	var errOut bytes.Buffer
 	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, nil, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
 		t.Fatalf("err = %v, stderr = %q", err, errOut.String())
+	}
+}
+
+// TestMetricsApart serves /metrics on an address of its own, behind a
+// token: the main address has no /metrics.
+func TestMetricsApart(t *testing.T) {
+	const token = "0123456789abcdef-scrape"
+	base, out := startServerOutput(t, map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_METRICS_TOKEN": token})
+	m := regexp.MustCompile(`perch metrics on (http://\S+)/metrics`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("serve did not say where the metrics are:\n%s", out)
+	}
+	metrics := m[1]
+	if status, body := call(t, "GET", base+"/metrics", token, nil); status != 404 || body["error"].(map[string]any)["code"] != "not_found" {
+		t.Fatalf("/metrics on the main address: %d %v", status, body)
+	}
+	if status, body := call(t, "GET", metrics+"/metrics", "", nil); status != 401 || body["error"].(map[string]any)["code"] != "unauthorized" {
+		t.Fatalf("/metrics without the token: %d %v", status, body)
+	}
+	if status, body := call(t, "GET", metrics+"/healthz", token, nil); status != 404 || body["error"].(map[string]any)["code"] != "not_found" {
+		t.Fatalf("/healthz on the metrics address: %d %v", status, body)
+	}
+	req, _ := http.NewRequest("GET", metrics+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || !strings.Contains(string(raw), `perch_http_requests_total{method="GET",route="GET /healthz",status="200"}`) {
+		t.Fatalf("/metrics with the token: %d %.500s", res.StatusCode, raw)
+	}
+}
+
+func TestMetricsSettings(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string // in the error; "" for none
+	}{
+		{map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:9090", "PERCH_METRICS_TOKEN": "0123456789abcdef"}, ""},
+		{map[string]string{"PERCH_METRICS_LISTEN": "9090"}, `PERCH_METRICS_LISTEN="9090": want host:port`},
+		{map[string]string{"PERCH_METRICS_LISTEN": ":8080"}, "must differ from the main address"},
+		{map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_LISTEN": "127.0.0.1:0"}, ""}, // two free ports
+		{map[string]string{"PERCH_METRICS_TOKEN": "0123456789abcdef 0123"}, "PERCH_METRICS_TOKEN"},
+		{map[string]string{"PERCH_METRICS_TOKEN": "0123456789abcde"}, "at least 16 characters"},
+	} {
+		cfg, err := parseConfig("serve", nil, func(k string) string { return c.env[k] }, io.Discard)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		case c.want == "" && (cfg.MetricsListen != c.env["PERCH_METRICS_LISTEN"] || cfg.MetricsToken != c.env["PERCH_METRICS_TOKEN"]):
+			t.Errorf("%v: config %+v", c.env, cfg)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: error %v, want one naming %q", c.env, err, c.want)
+		}
+	}
+	cfg, err := parseConfig("serve", []string{"--metrics-listen", "127.0.0.1:9100", "--metrics-token", "abcdefghijklmnopq"}, func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.MetricsListen != "127.0.0.1:9100" || cfg.MetricsToken != "abcdefghijklmnopq" {
+		t.Fatalf("flags: %+v %v", cfg, err)
 	}
 }

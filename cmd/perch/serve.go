@@ -108,6 +108,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BroadcastLimit:     c.UserLimit,
 		GitHubSecret:       c.GitHubSecret,
 		PagerDutySecret:    c.PagerDutySecret,
+		MetricsToken:       c.MetricsToken,
+		SeparateMetrics:    c.MetricsListen != "",
 	})
 
 	subCtx, unsubscribe := context.WithCancel(context.Background())
@@ -120,39 +122,68 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Listen, err)
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	servers := []*http.Server{newHTTPServer(srv, logger)}
+	listeners := []net.Listener{ln}
+	if c.MetricsListen != "" {
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (PERCH_METRICS_LISTEN): %w", c.MetricsListen, err)
+		}
+		servers, listeners = append(servers, newHTTPServer(srv.MetricsHandler(), logger)), append(listeners, mln)
+		fmt.Fprintf(stdout, "perch metrics on http://%s/metrics\n", mln.Addr())
+		logger.Info("serving metrics apart", "addr", mln.Addr().String(), "token", c.MetricsToken != "")
 	}
 	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
 
 	go prune(ctx, st, c.Retention, logger)
 
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(listeners[i]) }()
+	}
 	select {
 	case err := <-errc:
+		for _, hs := range servers {
+			hs.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining in-flight requests", "grace", shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	// The metrics listener, if any, goes last: the drain can be watched.
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			for _, hs := range servers {
+				hs.Close()
+			}
+			return fmt.Errorf("shutdown: %w", err)
+		}
 	}
 	if err := srv.Close(sctx); err != nil {
 		logger.Warn("mail still being sent at shutdown", "err", err)
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range servers {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// newHTTPServer serves h with the timeouts and limits of every listener.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // newMailer sends through PERCH_SMTP_URL when it is set, and keeps mail in

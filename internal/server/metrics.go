@@ -1,13 +1,18 @@
 package server
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"log/slog"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 )
@@ -63,4 +68,39 @@ func levelFor(status int) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// serveMetrics answers /metrics: the registry in Prometheus's text format,
+// only to the bearer of the metrics token when one is set.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.MetricsToken != "" && !s.scrapeAllowed(r) {
+		return perch.Errorf(perch.EUNAUTHORIZED, "/metrics needs Authorization: Bearer <the metrics token>.")
+	}
+	s.prom.ServeHTTP(w, r)
+	return nil
+}
+
+// scrapeAllowed reports whether r bears the metrics token. The hashes are
+// compared, in constant time, so that neither the token's bytes nor its
+// length show in the time an answer takes.
+func (s *Server) scrapeAllowed(r *http.Request) bool {
+	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(raw)))
+	return subtle.ConstantTimeCompare(got[:], s.scraper[:]) == 1
+}
+
+// MetricsHandler serves /metrics alone, for a listener of its own (with
+// Options.SeparateMetrics): anything else there is 404. Its requests are
+// logged and counted like the main handler's.
+func (s *Server) MetricsHandler() http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /metrics", s.handle(s.serveMetrics))
+	m.Handle("/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		r.Pattern = "" // counted with every other miss
+		return perch.Errorf(perch.ENOTFOUND, "There is nothing at %s: this address serves /metrics only.", r.URL.Path)
+	}))
+	return s.observe(s.recoverPanics(m))
 }

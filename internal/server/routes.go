@@ -5,8 +5,6 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/senders"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // routes lists the whole HTTP surface of Perch.
@@ -15,7 +13,9 @@ func (s *Server) routes() {
 	// Operations, at the root.
 	m.Handle("GET /healthz", s.handle(s.healthz))
 	m.Handle("GET /readyz", s.handle(s.readyz))
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Metrics, promhttp.HandlerOpts{}))
+	if !s.opts.SeparateMetrics {
+		m.Handle("GET /metrics", s.handle(s.serveMetrics))
+	}
 
 	// Sign-in, limited per client IP.
 	m.Handle("POST /api/v1/auth/register", s.perIP(s.handle(s.register)))

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
@@ -29,8 +31,13 @@ type Options struct {
 	Store   *store.Store
 	Logger  *slog.Logger
 	Limiter perch.RateLimiter
-	// Metrics receives the server's collectors; /metrics serves it.
-	Metrics *prometheus.Registry
+	// Metrics receives the server's collectors; /metrics serves it, only to
+	// "Authorization: Bearer <MetricsToken>" when MetricsToken is set, and
+	// only through MetricsHandler (on a listener of its own) when
+	// SeparateMetrics is set: the main handler then answers /metrics 404.
+	Metrics         *prometheus.Registry
+	MetricsToken    string
+	SeparateMetrics bool
 	// Mailer sends account and invitation mail.
 	Mailer mail.Sender
 	// Fanout carries notifications, read receipts and changes of access to
@@ -72,6 +79,8 @@ type Server struct {
 	sockets sync.WaitGroup // WebSocket connections being served
 	tokens  *tokenCache    // webhook tokens by hash
 	web     *web.Dashboard
+	prom    http.Handler      // the Prometheus registry, in its text format
+	scraper [sha256.Size]byte // SHA-256 of MetricsToken
 }
 
 // New returns a Server with every route in place.
@@ -93,6 +102,8 @@ func New(o Options) *Server {
 		hub:     o.Hub,
 		ingest:  o.Ingest,
 		tokens:  newTokenCache(),
+		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
+		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 	}
 	// The dashboard calls the API in-process, through the same middleware
 	// as any client.
