@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/perch-dev/perch"
 )
 
 // TestDashboardInTheBrowser walks the dashboard as a new user would, in a
@@ -250,6 +252,47 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 	httpJSON(t, http.MethodGet, base+"/api/v1/users/me", session.Data.AccessToken, nil, http.StatusOK, &me)
 	if me.Data.Email != email {
 		t.Errorf("the app is signed in as %q, want %q", me.Data.Email, email)
+	}
+	checkConsole(t, b)
+}
+
+// TestExpiredSignInInTheBrowser: pages never see the refresh token, so an
+// expired sign-in is renewed on the way, through /session/refresh: a page
+// visited goes on to itself, a form posted is posted again, and the feed
+// connects.
+func TestExpiredSignInInTheBrowser(t *testing.T) {
+	a, base := liveDashboard(t)
+	b := newChrome(t, base)
+	b.signUp("Ada Lovelace", "ada.lovelace@example.com", "correct horse battery")
+
+	before := evaluate[int](b, `history.length`)
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.open("/profile", "#name")
+	if got := b.location(); got != base+"/profile" {
+		t.Errorf("an expired sign-in on the way to /profile ended on %s", got)
+	}
+	// The renewal took the place of the page it renewed for.
+	if n := evaluate[int](b, `history.length`); n != before+1 {
+		t.Errorf("the renewal left %d entries in the history, want %d", n, before+1)
+	}
+
+	b.open("/org", "#team-name")
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.fill("#team-name", "On call")
+	b.click(`form[action="/org/teams"] button[type="submit"]`)
+	b.do("wait for the new team", waitVisible(`select[id^="add-"]`))
+	if got := b.location(); got != base+"/org" {
+		t.Errorf("a form posted with an expired sign-in ended on %s", got)
+	}
+
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.open("/notifications", `.live[data-state="live"]`)
+
+	b.click(`form[action="/session/signout"] button[type="submit"]`)
+	b.do("wait for the sign-in page", waitVisible("#email"))
+	b.open("/profile", "#email")
+	if got, want := b.location(), base+"/signin?next=%2Fprofile"; got != want {
+		t.Errorf("signed out, /profile went to %s, want %s", got, want)
 	}
 	checkConsole(t, b)
 }

@@ -119,49 +119,158 @@ func TestDashboardSessionCookies(t *testing.T) {
 	b := newBrowser(t, a.live())
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {emailFor("Ada")}, "password": {goodPassword}})
 	p.expect(t, 303, "/notifications")
-	got := map[string]*http.Cookie{}
+	got := map[string]*http.Cookie{} // by name and path
 	for _, c := range p.Cookies {
-		got[c.Name] = c
-	}
-	for _, name := range []string{web.SessionCookie, web.RefreshCookie} {
-		c := got[name]
-		if c == nil || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Value == "" {
-			t.Fatalf("cookie %s = %+v; want HttpOnly, Secure, SameSite=Lax, Path=/", name, c)
+		if c.Name == web.SessionCookie || c.Name == web.RefreshCookie {
+			got[c.Name+";"+c.Path] = c
 		}
 	}
-	if !strings.HasPrefix(got[web.SessionCookie].Value, perch.AccessTokenPrefix) {
-		t.Fatalf("the session cookie holds %q", got[web.SessionCookie].Value)
+	// The access token goes everywhere; the refresh token only to
+	// /session/refresh and /session/signout; the refresh cookie of "/" that
+	// older versions set is removed.
+	for key, path := range map[string]string{web.SessionCookie + ";/": "/", web.RefreshCookie + ";/session": "/session"} {
+		c := got[key]
+		if c == nil || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != path || c.Value == "" || c.MaxAge <= 0 {
+			t.Fatalf("cookie %s = %+v; want HttpOnly, Secure, SameSite=Lax, Path=%s", key, c, path)
+		}
 	}
+	if c := got[web.RefreshCookie+";/"]; c == nil || c.MaxAge >= 0 || c.Value != "" {
+		t.Fatalf("the refresh cookie of Path=/ is not removed: %+v", c)
+	}
+	if len(got) != 3 {
+		t.Fatalf("session cookies set: %v", p.Cookies)
+	}
+	if !strings.HasPrefix(got[web.SessionCookie+";/"].Value, perch.AccessTokenPrefix) {
+		t.Fatalf("the session cookie holds %q", got[web.SessionCookie+";/"].Value)
+	}
+}
+
+// sentCookie is the value of the cookie named name that the browser sends
+// with a request to path, or "".
+func (b *browser) sentCookie(path, name string) string {
+	u, _ := url.Parse(b.ts.URL + path)
+	for _, c := range b.http.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 func TestDashboardRenewsAnExpiredSession(t *testing.T) {
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.live())
 	signUpInBrowser(t, b, "Ada")
-	sessionCookies := func(p *page) (n int) {
+	for _, path := range []string{"/", "/profile", "/api/v1/notifications", "/ws", "/sessions", "/signout"} {
+		if b.sentCookie(path, web.RefreshCookie) != "" {
+			t.Errorf("the refresh token is sent to %s", path)
+		}
+	}
+	for _, path := range []string{"/session/refresh", "/session/signout"} {
+		if b.sentCookie(path, web.RefreshCookie) == "" {
+			t.Errorf("the refresh token is not sent to %s", path)
+		}
+	}
+	renewed := func(p *page) {
+		t.Helper()
+		names := map[string]bool{}
 		for _, c := range p.Cookies {
-			if c.Name == web.SessionCookie || c.Name == web.RefreshCookie {
-				n++
+			if c.Value != "" {
+				names[c.Name+";"+c.Path] = true
 			}
 		}
-		return n
+		if !names[web.SessionCookie+";/"] || !names[web.RefreshCookie+";/session"] {
+			t.Fatalf("the session was not renewed: %v", p.Cookies)
+		}
 	}
-	if n := sessionCookies(b.get("/profile").expect(t, 200, "")); n != 0 {
-		t.Fatalf("%d session cookies renewed while the session was fresh", n)
+	for _, c := range b.get("/profile").expect(t, 200, "").Cookies {
+		if c.Name == web.SessionCookie || c.Name == web.RefreshCookie {
+			t.Fatalf("session cookies set while the session was fresh: %v", c)
+		}
 	}
+
+	// A page renews through /session/refresh, with a form its script posts
+	// at once, and goes on.
 	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
-	p := b.get("/profile").expect(t, 200, "").contains(t, emailFor("Ada"))
-	if n := sessionCookies(p); n != 2 {
-		t.Fatalf("%d session cookies renewed, want 2: %v", n, p.Cookies)
-	}
+	b.get("/profile").expect(t, 200, "").contains(t, `<form class="panel" method="post" action="/session/refresh?next=%2fprofile" data-submit-at-once>`)
+	p := b.post("/session/refresh?next=%2Fprofile", nil).expect(t, 303, "/profile")
+	renewed(p)
+	b.get("/profile").expect(t, 200, "").contains(t, emailFor("Ada"))
+
+	// A form post goes there and back with 307: the browser posts it again.
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	team := url.Values{"name": {"On call"}}
+	p = b.post("/org/teams", team).expect(t, 307, "/session/refresh?repeat=%2Forg%2Fteams")
+	renewed(b.post(p.Location, team).expect(t, 307, "/org/teams"))
+	b.post("/org/teams", team).expect(t, 303, "/org")
+	b.get("/org").expect(t, 200, "").contains(t, "On call")
+
+	// The sign-in page, visited with an expired session, renews it too.
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.get("/signin?next=%2Forg").expect(t, 200, "").contains(t, `action="/session/refresh?next=%2forg"`)
+	b.post("/session/refresh?next=%2Forg", nil).expect(t, 303, "/org")
+
 	// The page's script renews the same way.
 	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
-	b.post("/session/refresh", nil).expect(t, 204, "")
+	renewed(b.post("/session/refresh", nil).expect(t, 204, ""))
 	b.do("GET", "/api/v1/notifications", nil).expect(t, 200, "")
 
 	// Signing out ends the session on the server too.
-	b.post("/signout", nil).expect(t, 303, "/signin")
+	b.post("/session/signout", nil).expect(t, 303, "/signin")
 	b.get("/profile").expect(t, 303, "/signin?next=%2Fprofile")
+	b.post("/session/refresh", nil).expect(t, 401, "")
+}
+
+func TestDashboardSessionThatEndedElsewhere(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	signUpInBrowser(t, b, "Ada")
+	refresh := b.sentCookie("/session/refresh", web.RefreshCookie)
+	expect(t, a.call("POST", "/api/v1/auth/logout", "", map[string]string{"refresh_token": refresh}), 204)
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	// The renewal fails: to sign in, and back to the page after.
+	b.get("/profile").expect(t, 200, "").contains(t, "data-submit-at-once")
+	b.post("/session/refresh?next=%2Fprofile", nil).expect(t, 303, "/signin?next=%2Fprofile")
+	if b.sentCookie("/profile", web.SessionCookie) != "" || b.sentCookie("/session/refresh", web.RefreshCookie) != "" {
+		t.Fatal("the cookies of the ended session were kept")
+	}
+	b.get("/profile").expect(t, 303, "/signin?next=%2Fprofile")
+	// A form post whose renewal fails goes to sign in.
+	signUpInBrowser(t, b, "Bob")
+	refresh = b.sentCookie("/session/refresh", web.RefreshCookie)
+	expect(t, a.call("POST", "/api/v1/auth/logout", "", map[string]string{"refresh_token": refresh}), 204)
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	p := b.post("/org/teams", url.Values{"name": {"On call"}}).expect(t, 307, "/session/refresh?repeat=%2Forg%2Fteams")
+	b.post(p.Location, url.Values{"name": {"On call"}}).expect(t, 303, "/signin")
+}
+
+// TestDashboardMovesAnOldRefreshCookie: a browser signed in before the
+// refresh cookie moved under /session has it on "/"; its first renewal
+// puts it under /session and removes the old one.
+func TestDashboardMovesAnOldRefreshCookie(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.live())
+	ada := a.register("Ada")
+	u, _ := url.Parse(b.ts.URL + "/")
+	b.http.Jar.SetCookies(u, []*http.Cookie{
+		{Name: web.SessionCookie, Value: ada.Access, Path: "/", HttpOnly: true},
+		{Name: web.RefreshCookie, Value: ada.Refresh, Path: "/", HttpOnly: true},
+	})
+	b.get("/profile").expect(t, 200, "").contains(t, emailFor("Ada"))
+	a.clock.Advance(perch.AccessTokenTTL + time.Minute)
+	b.get("/profile").expect(t, 200, "").contains(t, "data-submit-at-once")
+	b.post("/session/refresh?next=%2Fprofile", nil).expect(t, 303, "/profile")
+	if got := b.sentCookie("/profile", web.RefreshCookie); got != "" {
+		t.Fatalf("the old refresh cookie is still sent everywhere: %q", got)
+	}
+	if got := b.sentCookie("/session/refresh", web.RefreshCookie); got == "" || got == ada.Refresh {
+		t.Fatalf("the refresh cookie under /session is %q", got)
+	}
+	b.get("/profile").expect(t, 200, "").contains(t, emailFor("Ada"))
+	// A page served before the move posts sign-out to /signout, which sends
+	// it on to where the refresh cookie goes.
+	b.post("/signout", nil).expect(t, 307, "/session/signout")
+	b.post("/session/signout", nil).expect(t, 303, "/signin")
 	b.post("/session/refresh", nil).expect(t, 401, "")
 }
 
@@ -171,7 +280,8 @@ func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
 	signUpInBrowser(t, b, "Ada")
 	cross := []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}
 	b.post("/api-tokens", url.Values{"label": {"stolen"}}, cross...).expect(t, 403, "")
-	b.post("/signout", nil, cross...).expect(t, 403, "")
+	b.post("/session/signout", nil, cross...).expect(t, 403, "")
+	b.post("/session/refresh", nil, cross...).expect(t, 403, "")
 	// The API, signed in by the cookie, too; reading stays allowed.
 	b.do("POST", "/api/v1/notifications/read", nil, cross...).expect(t, 403, "")
 	b.do("GET", "/api/v1/notifications", nil, cross...).expect(t, 200, "")

@@ -93,8 +93,10 @@ func (s *Server) routes() {
 	m.Handle("POST /signin", d.Public(d.SignIn))
 	m.Handle("GET /signup", d.Public(d.SignUpPage))
 	m.Handle("POST /signup", d.Public(d.SignUp))
-	m.Handle("POST /signout", d.Public(d.SignOut))
+	// The refresh cookie goes only to web.RefreshPath: to these two.
 	m.Handle("POST /session/refresh", d.Public(d.RefreshSession))
+	m.Handle("POST /session/signout", d.Public(d.SignOut))
+	m.Handle("POST /signout", d.Public(d.SignOutMoved))
 	m.Handle("GET /forgot-password", d.Public(d.ForgotPasswordPage))
 	m.Handle("POST /forgot-password", d.Public(d.ForgotPassword))
 	m.Handle("GET /reset-password", d.Public(d.ResetPasswordPage))

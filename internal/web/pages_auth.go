@@ -20,8 +20,13 @@ func (d *Dashboard) Home(w http.ResponseWriter, r *http.Request, c *call) error 
 func (d *Dashboard) SignInPage(w http.ResponseWriter, r *http.Request, c *call) error {
 	next := safeNext(r.URL.Query().Get("next"))
 	if c.signed {
-		if _, err := c.api.Me(r.Context()); err == nil {
+		_, err := c.api.Me(r.Context())
+		switch perch.ErrorCode(err) {
+		case "":
 			return c.redirect(next, "")
+		case perch.EUNAUTHORIZED:
+			c.renew(next)
+			return nil
 		}
 	}
 	return c.page("signin", view{Title: "Sign in", Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
@@ -65,40 +70,6 @@ func (d *Dashboard) SignUp(w http.ResponseWriter, r *http.Request, c *call) erro
 		msg = "Welcome to Perch!"
 	}
 	return c.redirect(safeNext(f.Get("next")), msg)
-}
-
-// SignOut ends the session on the server and forgets the cookies.
-func (d *Dashboard) SignOut(w http.ResponseWriter, r *http.Request, c *call) error {
-	if c.signed {
-		if err := c.api.Logout(r.Context()); err != nil && perch.ErrorCode(err) != perch.EUNAUTHORIZED {
-			d.log.Warn("signing out on the server failed", "err", err)
-		}
-	}
-	c.signOut()
-	return c.redirect("/signin", "You are signed out.")
-}
-
-// RefreshSession renews the session cookies for the page's script, whose
-// access token has expired. 204, or 401 when the session is over.
-func (d *Dashboard) RefreshSession(w http.ResponseWriter, r *http.Request, c *call) error {
-	if !c.signed {
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
-	}
-	refresh, _ := r.Cookie(RefreshCookie)
-	if refresh == nil {
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
-	}
-	var s client.Session
-	if err := c.do(http.MethodPost, "/api/v1/auth/refresh", map[string]string{"refresh_token": refresh.Value}, &s); err != nil {
-		c.signOut()
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
-	}
-	c.setSession(s.AccessToken, s.RefreshToken)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // ForgotPasswordPage asks for the address to send a reset link to.
@@ -158,9 +129,12 @@ func (d *Dashboard) AcceptInvitationPage(w http.ResponseWriter, r *http.Request,
 	token := r.URL.Query().Get("token")
 	v := view{Title: "Join an organisation", Form: url.Values{"token": {token}}}
 	if c.signed {
-		if u, err := c.api.Me(r.Context()); err == nil {
-			c.user = u
+		u, err := c.api.Me(r.Context())
+		if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
+			c.renew(r.URL.RequestURI())
+			return nil
 		}
+		c.user = u
 	}
 	v.Data = map[string]string{"here": r.URL.RequestURI()}
 	return c.page("invitation", v)

@@ -18,20 +18,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
 )
 
-// Cookies of a dashboard session. The access token stands in for the
-// Authorization header (the API and /ws accept it); the refresh token renews
-// it.
-const (
-	SessionCookie = "perch_session"
-	RefreshCookie = "perch_refresh"
-	flashCookie   = "perch_flash"
-)
+const flashCookie = "perch_flash"
 
 //go:embed templates/*.html
 var templateFiles embed.FS
@@ -178,13 +170,17 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 		}
 		c := d.newCall(w, r)
 		if private {
+			if !c.signed {
+				c.signOut()
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(safeNext(r.URL.RequestURI())), http.StatusSeeOther)
+				return
+			}
 			u, err := c.api.Me(r.Context())
+			if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
+				c.renew(r.URL.RequestURI())
+				return
+			}
 			if err != nil {
-				if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
-					c.signOut()
-					http.Redirect(w, r, "/signin?next="+url.QueryEscape(safeNext(r.URL.RequestURI())), http.StatusSeeOther)
-					return
-				}
 				d.fail(c, err)
 				return
 			}
@@ -225,50 +221,6 @@ func statusOf(err error, fallback int) int {
 		return http.StatusTooManyRequests
 	}
 	return fallback
-}
-
-// newCall builds the API client of one page request, signed in with the
-// session cookies when there are any; a renewed token pair goes back into
-// the cookies.
-func (d *Dashboard) newCall(w http.ResponseWriter, r *http.Request) *call {
-	c := &call{d: d, w: w, r: r}
-	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: inProcess{h: d.api, from: r}})}
-	access, _ := r.Cookie(SessionCookie)
-	refresh, _ := r.Cookie(RefreshCookie)
-	if access != nil || refresh != nil {
-		c.signed = true
-		a, rf := "", ""
-		if access != nil {
-			a = access.Value
-		}
-		if refresh != nil {
-			rf = refresh.Value
-		}
-		// Without an access token the first call is refused and renews the
-		// pair through the refresh token.
-		opts = append(opts, client.WithAccessToken(a, rf), client.WithTokenUpdate(c.setSession))
-	}
-	c.api = client.New(d.base, opts...)
-	return c
-}
-
-// setSession stores a token pair in the session cookies.
-func (c *call) setSession(access, refresh string) {
-	c.signed = true
-	c.cookie(SessionCookie, access, perch.RefreshTokenTTL)
-	c.cookie(RefreshCookie, refresh, perch.RefreshTokenTTL)
-}
-
-func (c *call) signOut() {
-	c.cookie(SessionCookie, "", -1)
-	c.cookie(RefreshCookie, "", -1)
-}
-
-func (c *call) cookie(name, value string, maxAge time.Duration) {
-	http.SetCookie(c.w, &http.Cookie{
-		Name: name, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
-		HttpOnly: true, Secure: c.d.secure, SameSite: http.SameSiteLaxMode,
-	})
 }
 
 // flash keeps a message for the next page the browser loads.

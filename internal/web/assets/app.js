@@ -155,3 +155,8 @@ function feed(root) {
 
 const root = document.getElementById("feed");
 if (root) feed(root);
+
+// A page whose sign-in has expired renews it on the way (renew.html): its
+// form is sent at once, before the page has finished loading, so that the
+// renewal takes the page's place in the history.
+for (const f of document.querySelectorAll("form[data-submit-at-once]")) f.submit();
