@@ -68,11 +68,10 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 	p := &perch.Principal{}
 	switch {
 	case strings.HasPrefix(raw, perch.AccessTokenPrefix):
-		u, sessionID, err := s.store.AccessPrincipal(ctx, hash)
-		if err != nil {
+		var err error
+		if p, err = s.store.AccessPrincipal(ctx, hash); err != nil {
 			return nil, err
 		}
-		p.User, p.SessionID = u, sessionID
 	case strings.HasPrefix(raw, perch.APITokenPrefix):
 		u, k, err := s.store.APITokenPrincipal(ctx, hash)
 		if err != nil {
@@ -89,6 +88,17 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 	}
 	p.User.IsAdmin = s.isAdmin(p.User)
 	return p, nil
+}
+
+// signedInToMint refuses a request made with an API token: a credential
+// must not make credentials that outlive it (an API token's deletion would
+// leave what it made behind), so API and webhook tokens and desktop
+// sign-ins are made by people signed in, never by a token.
+func signedInToMint(r *http.Request, what string) error {
+	if principal(r).APITokenID != "" {
+		return perch.Errorf(perch.EFORBIDDEN, "An API token cannot create %s; sign in (the dashboard, or perch login) to create one.", what)
+	}
+	return nil
 }
 
 // perUser applies the per-user limit of authenticated endpoints.

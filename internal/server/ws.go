@@ -34,6 +34,8 @@ var closeStatus = map[string]websocket.StatusCode{
 	hub.ReasonGrants:   websocket.StatusServiceRestart,
 	hub.ReasonShutdown: websocket.StatusGoingAway,
 	hub.ReasonLost:     websocket.StatusServiceRestart,
+	hub.ReasonRevoked:  websocket.StatusPolicyViolation,
+	hub.ReasonExpired:  websocket.StatusPolicyViolation,
 }
 
 // websocket serves GET /ws: authenticate (401 before any upgrade), join the
@@ -67,13 +69,23 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	// contexts for hours. The replay stops at its next write when the
 	// connection ends, and its queries are bounded by the page size.
 	ctx := context.Background()
-	so := &socket{s: s, conn: conn, out: up.out}
+	so := &socket{s: s, conn: conn, out: up.out, expires: p.ExpiresAt}
 	so.writing.Store(true) // the replay writes first; live frames wait
 	so.client = hub.NewClient(*audience, wsQueue, so.wake)
-	so.ping = time.AfterFunc(wsPingEvery, so.pingPeer)
+	so.client.SessionID, so.client.APITokenID = p.SessionID, p.APITokenID
+	so.ping = time.AfterFunc(so.untilTick(), so.tick)
 	s.sockets.Add(1)
 	s.hub.Add(so.client)
 	go so.read()
+
+	// A revocation published between authenticating and joining the hub
+	// found no client to end; looking again now that it is in the hub
+	// closes that window.
+	if _, err := s.principalFromRequest(r); err != nil {
+		so.client.Revoke()
+		so.drain() // the replay has not begun: this goroutine is the writer
+		return nil
+	}
 
 	if err := so.replay(ctx, audience, since); err != nil {
 		if !errors.Is(err, net.ErrClosed) {
@@ -98,6 +110,10 @@ type socket struct {
 	out    *batchWriter
 	client *hub.Client
 	ping   *time.Timer
+	// When the access token the connection was opened with ends (zero for
+	// an API token): the connection ends with it, and the client renews
+	// the token and reconnects.
+	expires time.Time
 
 	writing atomic.Bool // the replay or a drain goroutine is writing
 	// Owned by whoever is writing.
@@ -209,9 +225,24 @@ func (so *socket) write(frames []hub.Frame) error {
 	return so.out.end()
 }
 
-// pingPeer runs on a timer: a peer that does not answer a ping in time is
-// gone, and its connection is closed.
-func (so *socket) pingPeer() {
+// untilTick is how long the timer waits: a ping period, or less when the
+// access token ends sooner.
+func (so *socket) untilTick() time.Duration {
+	d := wsPingEvery
+	if !so.expires.IsZero() {
+		d = min(d, so.expires.Sub(so.s.now()))
+	}
+	return max(d, 0)
+}
+
+// tick runs on the connection's one timer: it ends the connection when its
+// access token has expired, and otherwise pings; a peer that does not answer
+// a ping in time is gone, and its connection is closed.
+func (so *socket) tick() {
+	if !so.expires.IsZero() && !so.s.now().Before(so.expires) {
+		so.client.Expire()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wsPongWait)
 	err := so.conn.Ping(ctx)
 	cancel()
@@ -219,7 +250,7 @@ func (so *socket) pingPeer() {
 		so.conn.CloseNow()
 		return
 	}
-	so.ping.Reset(wsPingEvery)
+	so.ping.Reset(so.untilTick())
 }
 
 // read reads what the client sends (read receipts) and, by reading, lets
