@@ -1,0 +1,76 @@
+package server
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// maskedTextFrame is a client-to-server text frame (RFC 6455 §5.2): FIN,
+// opcode 1, masked, as every client frame must be.
+func maskedTextFrame(payload []byte) []byte {
+	if len(payload) > 125 {
+		panic("test frames are short")
+	}
+	var mask [4]byte
+	rand.Read(mask[:])
+	f := append([]byte{0x81, 0x80 | byte(len(payload))}, mask[:]...)
+	for i, b := range payload {
+		f = append(f, b^mask[i%4])
+	}
+	return f
+}
+
+// TestFramesSentWithTheHandshakeAreKept: a client that writes its upgrade
+// request and its first frame in one TCP write has the frame read, not
+// dropped or mangled.
+func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	id := a.post(a.webhookToken(ada, "user", ""), "unread")
+	watcher := dial(t, ts, ada.Access, "")
+	watcher.ready()
+
+	var key [16]byte
+	rand.Read(key[:])
+	receipt, _ := json.Marshal(map[string]any{"type": "read", "data": map[string][]string{"ids": {id}}})
+	req := "GET /ws HTTP/1.1\r\nHost: " + strings.TrimPrefix(ts.URL, "http://") + "\r\n" +
+		"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key[:]) + "\r\n" +
+		"Authorization: Bearer " + ada.Access + "\r\n\r\n"
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(append([]byte(req), maskedTextFrame(receipt)...)); err != nil { // one write
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", res, err)
+	}
+	// The receipt was read: the user's other client hears of it.
+	for {
+		f := watcher.next()
+		if f.Type != "read" {
+			continue
+		}
+		var d struct{ IDs []string }
+		if json.Unmarshal(f.Data, &d) != nil || len(d.IDs) != 1 || d.IDs[0] != id {
+			t.Fatalf("read frame %s", f.Data)
+		}
+		return
+	}
+}
