@@ -278,6 +278,13 @@ func (a *api) invite(by *account, name, role string) *account {
 	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
 }
 
+// verifyEmail follows the verification link mailed to acc.
+func (a *api) verifyEmail(acc *account) {
+	a.t.Helper()
+	token := a.mailedToken(acc.Email, "/verify-email")
+	expect(a.t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200)
+}
+
 // mailedToken waits for the next mail to `to` whose link opens path,
 // passing over other mail (such as the verification mail of a new account),
 // and returns the link's token.

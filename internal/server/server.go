@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -125,7 +124,9 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-// isAdmin reports whether u is a platform admin.
+// isAdmin reports whether u is a platform admin: granted in the store
+// (perch admin grant), or listed in PERCH_ADMIN_EMAILS with the address
+// verified, so that registering a listed address first is not enough.
 func (s *Server) isAdmin(u *perch.User) bool {
-	return u.IsAdmin || s.admins[strings.ToLower(u.Email)]
+	return u.IsAdmin || u.EmailVerified && s.admins[perch.NormalizeEmail(u.Email)]
 }
