@@ -223,12 +223,14 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_ANONYMOUS_BROADCAST": "maybe",
 		"PERCH_TRUSTED_PROXIES":     "10.0.0.0/8, not-a-cidr",
 		"PERCH_BASE_URL":            "ftp://x",
+
+		"PERCH_MAX_NOTIFICATIONS_PER_DELIVERY": "0",
 	}
 	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
-	for _, want := range []string{"PERCH_LISTEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention"} {
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -242,7 +244,7 @@ func TestFlagsWinOverVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.AuthLimit.Count != 5 || c.UserLimit.Count != 120 || len(c.AdminEmails) != 2 || c.DatabaseURL != "perch.db" || c.Listen != ":8080" || !c.AnonymousBroadcast {
+	if c.AuthLimit.Count != 5 || c.UserLimit.Count != 120 || len(c.AdminEmails) != 2 || c.DatabaseURL != "perch.db" || c.Listen != ":8080" || !c.AnonymousBroadcast || c.MaxPerDelivery != 100 {
 		t.Fatalf("config = %+v", c)
 	}
 }

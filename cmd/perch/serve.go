@@ -104,10 +104,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Hub:            h,
 		Ingest:         writer,
 
-		AnonymousBroadcast: c.AnonymousBroadcast,
-		BroadcastLimit:     c.UserLimit,
-		GitHubSecret:       c.GitHubSecret,
-		PagerDutySecret:    c.PagerDutySecret,
+		AnonymousBroadcast:       c.AnonymousBroadcast,
+		BroadcastLimit:           c.UserLimit,
+		MaxDeliveryNotifications: c.MaxPerDelivery,
+		GitHubSecret:             c.GitHubSecret,
+		PagerDutySecret:          c.PagerDutySecret,
 	})
 
 	subCtx, unsubscribe := context.WithCancel(context.Background())

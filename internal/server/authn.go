@@ -115,7 +115,7 @@ func (s *Server) perIP(next http.Handler) http.Handler {
 // limit. Every limited response carries the X-RateLimit-* headers.
 func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Request) string) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.allowRate(w, r, l, key(r)); err != nil {
+		if err := s.allowRate(w, r, l, key(r), 1); err != nil {
 			return err
 		}
 		next.ServeHTTP(w, r)
@@ -123,10 +123,11 @@ func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Re
 	})
 }
 
-// allowRate counts one request against key, sets the X-RateLimit-* headers
-// and returns a rate_limited error past the limit.
-func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, l perch.Limit, key string) error {
-	res, err := s.limiter.Allow(r.Context(), key, l)
+// allowRate counts n units (requests, or an anonymous delivery's
+// notifications) against key, sets the X-RateLimit-* headers and returns a
+// rate_limited error past the limit.
+func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, l perch.Limit, key string, n int) error {
+	res, err := s.limiter.Allow(r.Context(), key, l, n)
 	if err != nil {
 		// A broken limiter must not take the API down with it.
 		s.log.Warn("rate limiter unavailable; request allowed", "err", err, "request_id", requestID(r))

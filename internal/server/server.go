@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,10 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/web"
 )
+
+// DefaultMaxDeliveryNotifications is how many notifications one delivery may
+// make unless configured otherwise.
+const DefaultMaxDeliveryNotifications = 100
 
 // Options are a Server's dependencies and settings.
 type Options struct {
@@ -47,7 +52,13 @@ type Options struct {
 	PasswordParams auth.Params
 
 	AnonymousBroadcast bool        // token-less receiver calls broadcast (else 401)
-	BroadcastLimit     perch.Limit // per client IP, on token-less receiver calls
+	BroadcastLimit     perch.Limit // per client IP, on the notifications of token-less receiver calls
+	// MaxDeliveryNotifications caps the notifications one delivery may make
+	// (a PagerDuty V2 delivery carries a list); 0 means the default, 100.
+	MaxDeliveryNotifications int
+	// How long a request body may take to arrive once the headers are in:
+	// on the receivers, and elsewhere. 0 means the defaults, 10 s and 30 s.
+	ReceiverBodyTimeout, BodyTimeout time.Duration
 	GitHubSecret       string      // checks X-Hub-Signature-256 when set
 	PagerDutySecret    string      // checks X-PagerDuty-Signature when set
 }
@@ -78,6 +89,11 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = prometheus.NewRegistry()
 	}
+	if o.MaxDeliveryNotifications <= 0 {
+		o.MaxDeliveryNotifications = DefaultMaxDeliveryNotifications
+	}
+	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
+	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
 	s := &Server{
 		store:   o.Store,
 		log:     o.Logger,
