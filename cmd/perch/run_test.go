@@ -53,6 +53,12 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // base URL; the server stops, and must stop cleanly, when the test ends.
 func startServer(t *testing.T, env map[string]string) string {
 	t.Helper()
+	return startServerLogging(t, env, io.Discard)
+}
+
+// startServerLogging is startServer with the server's log written to logs.
+func startServerLogging(t *testing.T, env map[string]string, logs io.Writer) string {
+	t.Helper()
 	env["PERCH_LISTEN"] = "127.0.0.1:0"
 	if env["PERCH_DATABASE_URL"] == "" {
 		env["PERCH_DATABASE_URL"] = filepath.Join(t.TempDir(), "perch.db")
@@ -62,7 +68,7 @@ func startServer(t *testing.T, env map[string]string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard)
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -162,10 +168,12 @@ func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
 }
 
 // TestMailWithoutSMTPIsKeptInTheOutbox checks the default: no mail server,
-// the message is kept in the database.
+// the message is kept in the database, the log says one is waiting but not
+// its link (a credential), and perch admin outbox shows it to the operator.
 func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "perch.db")
-	base := startServer(t, map[string]string{"PERCH_DATABASE_URL": db})
+	logs := &syncBuffer{}
+	base := startServerLogging(t, map[string]string{"PERCH_DATABASE_URL": db}, logs)
 	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
 	st, err := store.Open(context.Background(), db)
 	if err != nil {
@@ -179,6 +187,24 @@ func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(kept) == 1 && kept[0].To == "ada@example.com" && strings.Contains(kept[0].Link, "/verify-email?token=pem_") {
+			var out bytes.Buffer
+			env := map[string]string{"PERCH_DATABASE_URL": db}
+			if err := run(context.Background(), []string{"admin", "outbox"}, func(k string) string { return env[k] }, nil, &out, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), kept[0].Link) || !strings.Contains(out.String(), "To: ada@example.com") {
+				t.Fatalf("perch admin outbox printed:\n%s", out.String())
+			}
+			// The send is logged once it is kept; the log never has the link.
+			for !strings.Contains(logs.String(), "mail waiting in the outbox") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no log line says a mail is waiting:\n%s", logs.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if strings.Contains(logs.String(), "pem_") {
+				t.Fatalf("the log carries the verification link:\n%s", logs.String())
+			}
 			return
 		}
 		if time.Now().After(deadline) {
