@@ -59,8 +59,8 @@ type Options struct {
 	// How long a request body may take to arrive once the headers are in:
 	// on the receivers, and elsewhere. 0 means the defaults, 10 s and 30 s.
 	ReceiverBodyTimeout, BodyTimeout time.Duration
-	GitHubSecret       string      // checks X-Hub-Signature-256 when set
-	PagerDutySecret    string      // checks X-PagerDuty-Signature when set
+	GitHubSecret                     string // checks X-Hub-Signature-256 when set
+	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
 }
 
 // Server is Perch's HTTP handler.
