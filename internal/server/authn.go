@@ -103,8 +103,11 @@ func signedInToMint(r *http.Request, what string) error {
 
 // perUser applies the per-user limit of authenticated endpoints.
 func (s *Server) perUser(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return "user:" + principal(r).User.ID })
+	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return userKey(principal(r).User.ID) })
 }
+
+// userKey is the key of a user's rate limit.
+func userKey(id string) string { return "user:" + id }
 
 // perIP applies the per-client-IP limit of the sign-in endpoints.
 func (s *Server) perIP(next http.Handler) http.Handler {

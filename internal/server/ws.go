@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +27,39 @@ const (
 	wsWriteTimeout = 10 * time.Second
 	wsReadLimit    = 64 << 10
 	replayPage     = 500
+	// Replays (?since=) one user may have under way at once on an
+	// instance: a client replays once per connection, so a few cover a
+	// user's devices, and more would only be a way to make the server read
+	// and send history over and over.
+	wsReplaysPerUser = 2
 )
+
+// replayCounter counts the replays under way per user.
+type replayCounter struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (c *replayCounter) acquire(user string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count[user] >= wsReplaysPerUser {
+		return false
+	}
+	if c.count == nil {
+		c.count = map[string]int{}
+	}
+	c.count[user]++
+	return true
+}
+
+func (c *replayCounter) release(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count[user]--; c.count[user] <= 0 {
+		delete(c.count, user)
+	}
+}
 
 // closeStatus is how a connection is closed for each reason the hub drops a
 // client; all of them invite the client to reconnect.
@@ -55,6 +89,17 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u := p.User
+	// A handshake is a request like any other, and a replay can be large.
+	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
+		return err
+	}
+	if since != "" {
+		if !s.replays.acquire(u.ID) {
+			w.Header().Set("Retry-After", "1")
+			return perch.Errorf(perch.ERATELIMITED, "%d replays of yours are under way; connect again once they are done.", wsReplaysPerUser)
+		}
+		defer s.replays.release(u.ID)
+	}
 	audience, err := s.store.Audience(r.Context(), u)
 	if err != nil {
 		return err
@@ -129,11 +174,10 @@ func (so *socket) replay(ctx context.Context, a *perch.Audience, since string) e
 	replayed, gap := 0, false
 	if since != "" {
 		var err error
-		if gap, err = st.ReplayGap(ctx, since); err != nil {
+		if so.last, gap, err = st.ReplayStart(ctx, since); err != nil {
 			return err
 		}
-		so.last, _ = store.ParseNotificationID(since)
-		for cursor := since; ; {
+		for cursor := strconv.FormatInt(so.last, 10); ; {
 			page, err := st.Notifications(ctx, a, cursor, replayPage)
 			if err != nil {
 				return err

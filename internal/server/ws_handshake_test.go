@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -72,5 +73,64 @@ func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
 			t.Fatalf("read frame %s", f.Data)
 		}
 		return
+	}
+}
+
+// TestHandshakesCountAgainstTheUsersLimit: a WebSocket handshake spends the
+// user's allowance like any request, and a user's concurrent replays are
+// bounded.
+func TestHandshakesCountAgainstTheUsersLimit(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Hour} })
+	ts := a.live()
+	ada := a.register("Ada")
+	for range 3 {
+		dial(t, ts, ada.Access, "").ready()
+	}
+	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 429)
+	if res.Header.Get("X-RateLimit-Remaining") != "0" || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("headers %v", res.Header)
+	}
+}
+
+func TestConcurrentReplaysAreBounded(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	for range wsReplaysPerUser { // replays under way
+		if !a.srv.replays.acquire(ada.ID) {
+			t.Fatal("a replay slot was refused")
+		}
+	}
+	res := expect(t, a.call("GET", "/ws?since=0", ada.Access, nil), 429)
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatalf("no Retry-After: %v", res.Header)
+	}
+	dial(t, ts, ada.Access, "").ready() // no replay, no slot needed
+	a.srv.replays.release(ada.ID)
+	dial(t, ts, ada.Access, "0").ready()
+	if n := len(a.srv.replays.count); n != 1 {
+		t.Fatalf("%d users with replays under way, want 1 (the one held)", n)
+	}
+}
+
+// TestResumingFromAnUnknownIDReplaysWithAGap: a since newer than any id the
+// server gave (another server's, or before a restore) must not silence the
+// connection until the ids catch up.
+func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	hook := a.webhookToken(ada, "user", "")
+	first := a.post(hook, "kept")
+	c := dial(t, ts, ada.Access, "999999")
+	if n := c.next().notification(t); n.ID != first {
+		t.Fatalf("replayed %v, want the oldest kept", n)
+	}
+	if replayed, gap := c.ready(); replayed != 1 || !gap {
+		t.Fatalf("ready: replayed %d, gap %v; want 1, true", replayed, gap)
+	}
+	a.post(hook, "live")
+	if n := c.next().notification(t); n.Title != "live" {
+		t.Fatalf("got %v, want the live notification", n)
 	}
 }
