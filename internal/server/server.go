@@ -81,7 +81,7 @@ type Server struct {
 	ingest  *ingest.Writer
 	sockets sync.WaitGroup // WebSocket connections being served
 	tokens  *tokenCache    // webhook tokens by hash
-	replays replayCounter  // WebSocket replays under way, per user
+	replays replaySlots    // WebSocket replays under way, per user
 	web     *web.Dashboard
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,37 +29,75 @@ const (
 	wsReadLimit    = 64 << 10
 	replayPage     = 500
 	// Replays (?since=) one user may have under way at once on an
-	// instance: a client replays once per connection, so a few cover a
-	// user's devices, and more would only be a way to make the server read
-	// and send history over and over.
+	// instance, and how long a further one waits for its turn before it is
+	// refused. A client replays once per connection, so two keep up with a
+	// user's devices reconnecting together; more at once would only make
+	// the server read and send history over and over.
 	wsReplaysPerUser = 2
+	wsReplayWait     = 10 * time.Second
 )
 
-// replayCounter counts the replays under way per user.
-type replayCounter struct {
+// replaySlots bounds the replays under way per user.
+type replaySlots struct {
 	mu    sync.Mutex
-	count map[string]int
+	users map[string]*userReplays
+	wait  time.Duration // 0: wsReplayWait
 }
 
-func (c *replayCounter) acquire(user string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.count[user] >= wsReplaysPerUser {
-		return false
-	}
-	if c.count == nil {
-		c.count = map[string]int{}
-	}
-	c.count[user]++
-	return true
+type userReplays struct {
+	sem  chan struct{} // a token per replay under way
+	refs int           // replays under way or waiting
 }
 
-func (c *replayCounter) release(user string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.count[user]--; c.count[user] <= 0 {
-		delete(c.count, user)
+// acquire waits for one of user's replay slots, for as long as ctx and the
+// wait allow; past that it is rate_limited.
+func (rs *replaySlots) acquire(ctx context.Context, user string) error {
+	rs.mu.Lock()
+	if rs.users == nil {
+		rs.users = map[string]*userReplays{}
 	}
+	u := rs.users[user]
+	if u == nil {
+		u = &userReplays{sem: make(chan struct{}, wsReplaysPerUser)}
+		rs.users[user] = u
+	}
+	u.refs++
+	rs.mu.Unlock()
+
+	t := time.NewTimer(cmp.Or(rs.wait, wsReplayWait))
+	defer t.Stop()
+	select {
+	case u.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	rs.done(user, u)
+	return perch.Errorf(perch.ERATELIMITED, "%d replays of yours are under way; connect again once they are done.", wsReplaysPerUser)
+}
+
+// release gives back a slot that acquire gave.
+func (rs *replaySlots) release(user string) {
+	rs.mu.Lock()
+	u := rs.users[user]
+	rs.mu.Unlock()
+	<-u.sem
+	rs.done(user, u)
+}
+
+func (rs *replaySlots) done(user string, u *userReplays) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if u.refs--; u.refs == 0 {
+		delete(rs.users, user)
+	}
+}
+
+// underWay is how many users have replays under way or waiting.
+func (rs *replaySlots) underWay() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.users)
 }
 
 // closeStatus is how a connection is closed for each reason the hub drops a
@@ -94,9 +133,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if since != "" {
-		if !s.replays.acquire(u.ID) {
+		if err := s.replays.acquire(r.Context(), u.ID); err != nil {
 			w.Header().Set("Retry-After", "1")
-			return perch.Errorf(perch.ERATELIMITED, "%d replays of yours are under way; connect again once they are done.", wsReplaysPerUser)
+			return err
 		}
 		defer s.replays.release(u.ID)
 	}

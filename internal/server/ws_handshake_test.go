@@ -92,24 +92,46 @@ func TestHandshakesCountAgainstTheUsersLimit(t *testing.T) {
 	}
 }
 
+// pending is how many of user's replays are under way or waiting.
+func (rs *replaySlots) pending(user string) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if u := rs.users[user]; u != nil {
+		return u.refs
+	}
+	return 0
+}
+
+// TestConcurrentReplaysAreBounded: a user's replays beyond the bound wait
+// for a turn, and are refused when none comes in time.
 func TestConcurrentReplaysAreBounded(t *testing.T) {
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
 	for range wsReplaysPerUser { // replays under way
-		if !a.srv.replays.acquire(ada.ID) {
-			t.Fatal("a replay slot was refused")
+		if err := a.srv.replays.acquire(t.Context(), ada.ID); err != nil {
+			t.Fatal(err)
 		}
 	}
+	a.srv.replays.wait = time.Millisecond
 	res := expect(t, a.call("GET", "/ws?since=0", ada.Access, nil), 429)
 	if res.Header.Get("Retry-After") == "" {
 		t.Fatalf("no Retry-After: %v", res.Header)
 	}
 	dial(t, ts, ada.Access, "").ready() // no replay, no slot needed
+
+	// One waits for its turn, and has it when a replay ends.
+	a.srv.replays.wait = time.Minute
+	waiting := make(chan *wsConn)
+	go func() { waiting <- dial(t, ts, ada.Access, "0") }()
+	for a.srv.replays.pending(ada.ID) != wsReplaysPerUser+1 { // the dial is waiting
+		time.Sleep(time.Millisecond)
+	}
 	a.srv.replays.release(ada.ID)
-	dial(t, ts, ada.Access, "0").ready()
-	if n := len(a.srv.replays.count); n != 1 {
-		t.Fatalf("%d users with replays under way, want 1 (the one held)", n)
+	(<-waiting).ready()
+	a.srv.replays.release(ada.ID)
+	for a.srv.replays.underWay() != 0 { // the replay ends once ready is sent
+		time.Sleep(time.Millisecond)
 	}
 }
 
