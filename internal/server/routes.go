@@ -28,6 +28,7 @@ func (s *Server) routes() {
 
 	// Desktop sign-in (device/PKCE flow).
 	m.Handle("GET /api/v1/auth/device/authorize", s.perIP(s.handle(s.deviceAuthorize)))
+	m.Handle("GET /api/v1/auth/device/requests/{session_id}", s.signedIn(s.deviceRequestInfo))
 	m.Handle("POST /api/v1/auth/device/complete", s.signedIn(s.deviceComplete))
 	m.Handle("POST /api/v1/auth/device/exchange", s.perIP(s.handle(s.deviceExchange)))
 	m.Handle("GET /api/v1/auth/device/status/{session_id}", s.devicePolling(s.handle(s.deviceStatus)))
