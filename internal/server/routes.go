@@ -105,6 +105,7 @@ func (s *Server) routes() {
 	m.Handle("GET /invitations/accept", d.Public(d.AcceptInvitationPage))
 	m.Handle("POST /invitations/accept", d.Private(d.AcceptInvitation))
 	m.Handle("GET /device", d.Private(d.DevicePage))
+	m.Handle("POST /device", d.Private(d.AnswerDevice))
 	m.Handle("GET /notifications", d.Private(d.Notifications))
 	m.Handle("GET /webhook-tokens", d.Private(d.WebhookTokens))
 	m.Handle("POST /webhook-tokens", d.Private(d.CreateWebhookToken))
