@@ -4,9 +4,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // States of a desktop (device/PKCE) sign-in. A sign-in that is not exchanged
@@ -39,20 +44,53 @@ const (
 // put the verifier itself in the browser's address bar.
 const MethodS256 = "S256"
 
-// DeviceSession is one desktop sign-in: the app's loopback port and code
-// challenge, then who approved or denied it and the hash of the one-time
-// code the approval issued.
+// DefaultDeviceClientName is what the approval page calls an app that
+// gave no name of its own.
+const DefaultDeviceClientName = "perch CLI"
+
+// MaxDeviceClientName is the longest client_name, in characters.
+const MaxDeviceClientName = 64
+
+// UserCodeAlphabet is the alphabet of user codes: twenty consonants, no
+// vowels (no words), no digits and no letters that look alike (RFC 8628
+// §6.1). Eight of them carry about 34.6 bits.
+const UserCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
+
+// UserCodeLength is the number of characters of a user code, shown as two
+// groups of four: BCDF-GHJK.
+const UserCodeLength = 8
+
+// DeviceRequest is what starts a desktop sign-in: the app's loopback port
+// and code challenge, what it calls itself, where it asked from, and the
+// hash of the user code it was given to show.
+type DeviceRequest struct {
+	Port          int
+	CodeChallenge string
+	ClientName    string // as the app claims; shown, never trusted
+	ClientIP      string // the address the start came from, as the server saw it
+	UserCodeHash  string // HashUserCode of the user code
+}
+
+// DeviceSession is one desktop sign-in: the request that started it, then
+// who approved or denied it, whether the approver typed the user code, and
+// the hash of the one-time code the approval issued.
 type DeviceSession struct {
 	ID            string
 	Port          int
 	CodeChallenge string
+	ClientName    string
+	ClientIP      string
+	UserCodeHash  string // HashUserCode of the code the app shows; never shown again
 	Status        string // one of the Device* states
 	UserID        string // who approved or denied it; "" while pending
 	CodeHash      string // SHA-256 of the one-time code; set when approved
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
-	DecidedAt     *time.Time // when it was approved or denied
-	ExchangedAt   *time.Time // when its tokens were handed out
+	// UserCodeConfirmed is set when the approver typed the app's user code:
+	// only then may a status poll, which needs no callback, take the tokens.
+	UserCodeConfirmed bool
+	CreatedAt         time.Time
+	ExpiresAt         time.Time
+	DecidedAt         *time.Time // when it was approved or denied
+	ExchangedAt       *time.Time // when its tokens were handed out
 }
 
 // ErrDeviceExpired is the answer to any use of a sign-in past its expiry.
@@ -74,12 +112,23 @@ func (d *DeviceSession) CheckDecidable() error {
 	return Errorf(ECONFLICT, "This sign-in request was already approved.")
 }
 
+// ErrDeviceCallbackOnly is the refusal of a status poll's claim to the
+// tokens of a sign-in approved without the user code: only the one-time
+// code, which went to the app's loopback callback, can take them.
+var ErrDeviceCallbackOnly = Errorf(ECONFLICT,
+	"This sign-in was approved without the code the app shows, so only the app's loopback callback can complete it.")
+
 // CheckExchangeable returns nil when d's tokens may be handed out: it is
-// approved and neither expired nor exchanged. Otherwise ErrDeviceExpired or
-// an ECONFLICT error naming its state.
-func (d *DeviceSession) CheckExchangeable() error {
+// approved and neither expired nor exchanged, and, when polled (asked for
+// by a status poll rather than with the one-time code), its approver typed
+// the user code. Otherwise ErrDeviceExpired, ErrDeviceCallbackOnly or an
+// ECONFLICT error naming its state.
+func (d *DeviceSession) CheckExchangeable(polled bool) error {
 	switch d.Status {
 	case DeviceApproved:
+		if polled && !d.UserCodeConfirmed {
+			return ErrDeviceCallbackOnly
+		}
 		return nil
 	case DeviceExpired:
 		return ErrDeviceExpired
@@ -91,12 +140,15 @@ func (d *DeviceSession) CheckExchangeable() error {
 	return Errorf(ECONFLICT, "This sign-in request was already used; start again from the app.")
 }
 
-// ValidateDeviceAuthorize checks the query of a device sign-in's start and
-// returns the port. Every problem comes back at once, as a bad_request error
-// (not validation_failed): these are query parameters the app made up, not a
-// form a person filled in. method may be empty; it means S256.
-func ValidateDeviceAuthorize(port, challenge, method string) (int, error) {
+// ParseDeviceAuthorize checks the query of a device sign-in's start and
+// returns the request it makes; the caller adds ClientIP and UserCodeHash.
+// Every problem comes back at once, as a bad_request error (not
+// validation_failed): these are query parameters the app made up, not a
+// form a person filled in. code_challenge_method may be absent (it means
+// S256), and client_name too (DefaultDeviceClientName).
+func ParseDeviceAuthorize(q url.Values) (*DeviceRequest, error) {
 	p := Problems{}
+	port, challenge, method := q.Get("port"), q.Get("code_challenge"), q.Get("code_challenge_method")
 	n, err := strconv.Atoi(port)
 	switch {
 	case port == "":
@@ -113,14 +165,99 @@ func ValidateDeviceAuthorize(port, challenge, method string) (int, error) {
 	if method != "" && method != MethodS256 {
 		p.Add("code_challenge_method", "must be S256; plain is not supported")
 	}
+	name := DefaultDeviceClientName
+	if q.Has("client_name") {
+		name = strings.TrimSpace(q.Get("client_name"))
+		if problem := clientNameProblem(name); problem != "" {
+			p.Add("client_name", problem)
+		}
+	}
 	if len(p) > 0 {
 		msg := "The sign-in request is not valid."
 		if _, bad := p["code_challenge_method"]; bad && len(p) == 1 {
 			msg = "Only the S256 code challenge method is supported."
 		}
-		return 0, &Error{Code: EBADREQUEST, Message: msg, Fields: p}
+		return nil, &Error{Code: EBADREQUEST, Message: msg, Fields: p}
 	}
-	return n, nil
+	return &DeviceRequest{Port: n, CodeChallenge: challenge, ClientName: name}, nil
+}
+
+// clientNameProblem says what is wrong with a client name (trimmed), or "".
+// Control and format characters are refused: line breaks and bidirectional
+// overrides would let an app make its name read as something else on the
+// approval page.
+func clientNameProblem(name string) string {
+	if !utf8.ValidString(name) {
+		return "must be UTF-8 text"
+	}
+	if n := utf8.RuneCountInString(name); n < 1 || n > MaxDeviceClientName {
+		return fmt.Sprintf("must be 1 to %d characters", MaxDeviceClientName)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return "must not contain control or formatting characters"
+		}
+	}
+	return ""
+}
+
+// NormalizeUserCode returns a user code as a person typed it in the form it
+// is compared in: upper case, without the spaces and hyphens people add;
+// and whether that is a code's form (UserCodeLength characters of
+// UserCodeAlphabet).
+func NormalizeUserCode(typed string) (string, bool) {
+	var b strings.Builder
+	for _, r := range typed {
+		switch {
+		case r == '-' || unicode.IsSpace(r):
+		case r < utf8.RuneSelf:
+			b.WriteByte(byte(unicode.ToUpper(r)))
+		default:
+			return "", false
+		}
+	}
+	code := b.String()
+	if len(code) != UserCodeLength {
+		return "", false
+	}
+	for i := 0; i < len(code); i++ {
+		if !strings.ContainsRune(UserCodeAlphabet, rune(code[i])) {
+			return "", false
+		}
+	}
+	return code, true
+}
+
+// FormatUserCode shows a normalized user code as people read it:
+// BCDF-GHJK.
+func FormatUserCode(code string) string {
+	if len(code) != UserCodeLength {
+		return code
+	}
+	return code[:UserCodeLength/2] + "-" + code[UserCodeLength/2:]
+}
+
+// HashUserCode returns the SHA-256, in hex, of a normalized user code. The
+// hash is not for secrecy (34.6 bits are quickly tried) but so that no read
+// of a sign-in can show the code: the approval page must never display it.
+func HashUserCode(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckUserCode returns nil when typed is the user code d's app was given
+// to show, or an EVALIDATION error on user_code saying what is wrong.
+func (d *DeviceSession) CheckUserCode(typed string) error {
+	code, ok := NormalizeUserCode(typed)
+	if !ok {
+		return &Error{Code: EVALIDATION, Message: "That is not a code the app shows.",
+			Fields: Problems{"user_code": "must be the 8 letters the app shows, like BCDF-GHJK"}}
+	}
+	if subtle.ConstantTimeCompare([]byte(HashUserCode(code)), []byte(d.UserCodeHash)) != 1 {
+		return &Error{Code: EVALIDATION, Message: "The code does not match the one this sign-in request's app shows.",
+			Fields: Problems{"user_code": "does not match the code the app shows"}}
+	}
+	return nil
 }
 
 // ValidDevicePort reports whether the app may listen on port for the

@@ -9,6 +9,7 @@ const (
 	FanoutGrants       = "grants"       // a user's organisation or teams changed
 	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
 	FanoutResync       = "resync"       // notifications went unpublished: every client must catch up from the store
+	FanoutRevoked      = "revoked"      // sign-ins or API tokens of a user ended: sockets opened with them close
 )
 
 // FanoutMessage travels from the instance where something happened to the
@@ -16,8 +17,10 @@ const (
 type FanoutMessage struct {
 	Kind         string        `json:"kind"`
 	Notification *Notification `json:"notification,omitempty"` // FanoutNotification
-	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants
+	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants, FanoutRevoked
 	IDs          []string      `json:"ids,omitempty"`          // FanoutRead
+	Sessions     []string      `json:"sessions,omitempty"`     // FanoutRevoked: ids of the sign-ins that ended
+	APITokens    []string      `json:"api_tokens,omitempty"`   // FanoutRevoked: ids of the API tokens that ended
 }
 
 // Fanout carries messages to every subscriber on every instance, this one

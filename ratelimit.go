@@ -40,8 +40,10 @@ type RateResult struct {
 	ResetAfter time.Duration // until the allowance is whole again
 }
 
-// RateLimiter decides whether the request counted against key may go ahead.
-// Implementations: in-process (one instance) and Redis (many).
+// RateLimiter decides whether n more units counted against key may go ahead:
+// requests, mostly, or the notifications an anonymous delivery would make.
+// A refusal spends nothing. Implementations: in-process (one instance) and
+// Redis (many).
 type RateLimiter interface {
-	Allow(ctx context.Context, key string, l Limit) (RateResult, error)
+	Allow(ctx context.Context, key string, l Limit, n int) (RateResult, error)
 }

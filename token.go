@@ -52,8 +52,9 @@ func ValidateTokenLabel(label string) (string, error) {
 // Principal is who a request acts for, and through which credential.
 type Principal struct {
 	User       *User
-	SessionID  string // set when signed in with an access token or a dashboard session
-	APITokenID string // set when signed in with an API token
+	SessionID  string    // set when signed in with an access token or a dashboard session
+	APITokenID string    // set when signed in with an API token
+	ExpiresAt  time.Time // when the access token ends; zero for an API token
 }
 
 // Session is one sign-in: the pair of tokens a login, registration or

@@ -143,6 +143,52 @@ func TestMethods(t *testing.T) {
 		want:   seen{Method: "POST", Path: "/api/v1/notifications/read", Auth: "Bearer pac_a", Body: `{"all":true}`},
 		status: 200, answer: `{"data":{"marked":2}}`, result: `null`,
 	}, {
+		name: "start device sign-in",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			return c.StartDeviceSignIn(ctx, 53682, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "perch CLI")
+		},
+		want: seen{Method: "GET", Path: "/api/v1/auth/device/authorize",
+			Query: "client_name=perch+CLI&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&port=53682"},
+		status: 200, answer: `{"data":{"session_id":"dev_1","verification_url":"http://h/device?session_id=dev_1","user_code":"BCDF-GHJK","expires_in":600}}`,
+		result: `{"session_id":"dev_1","verification_url":"http://h/device?session_id=dev_1","user_code":"BCDF-GHJK","expires_in":600}`,
+	}, {
+		name: "device sign-in status",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			return c.DeviceSignInStatus(ctx, "dev_1", "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+		},
+		want:   seen{Method: "GET", Path: "/api/v1/auth/device/status/dev_1", Query: "code_verifier=dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"},
+		status: 200, answer: `{"data":{"status":"approved","callback_only":true}}`,
+		result: `{"status":"approved","exchanged":false,"callback_only":true,"user":null,"access_token":"","refresh_token":"","expires_in":0}`,
+	}, {
+		name: "exchange device code",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			return c.ExchangeDeviceCode(ctx, "dev_1", "dvc_x", "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+		},
+		want: seen{Method: "POST", Path: "/api/v1/auth/device/exchange",
+			Body: `{"session_id":"dev_1","code":"dvc_x","code_verifier":"dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"}`},
+		status: 200, answer: `{"data":{"user":` + user + `,"access_token":"pac_b","refresh_token":"prf_b","expires_in":900}}`,
+		result: `{"user":` + user + `,"access_token":"pac_b","refresh_token":"prf_b","expires_in":900}`,
+	}, {
+		name:   "device request",
+		call:   func(ctx context.Context, c *Client) (any, error) { return c.DeviceRequest(ctx, "dev_1") },
+		want:   seen{Method: "GET", Path: "/api/v1/auth/device/requests/dev_1", Auth: "Bearer pac_a"},
+		status: 200, answer: `{"data":{"session_id":"dev_1","client_name":"perch CLI","client_ip":"192.0.2.1","status":"pending","created_at":"2026-01-02T03:04:05Z","expires_at":"2026-01-02T03:14:05Z"}}`,
+		result: `{"session_id":"dev_1","client_name":"perch CLI","client_ip":"192.0.2.1","status":"pending","created_at":"2026-01-02T03:04:05Z","expires_at":"2026-01-02T03:14:05Z"}`,
+	}, {
+		name: "approve device with the user code",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			return c.AnswerDevice(ctx, "dev_1", true, "BCDF-GHJK")
+		},
+		want:   seen{Method: "POST", Path: "/api/v1/auth/device/complete", Auth: "Bearer pac_a", Body: `{"session_id":"dev_1","action":"approve","user_code":"BCDF-GHJK"}`},
+		status: 200, answer: `{"data":{"status":"approved","redirect_url":"http://127.0.0.1:53682/callback?session_id=dev_1&code=dvc_x","user_code_confirmed":true}}`,
+		result: `{"status":"approved","redirect_url":"http://127.0.0.1:53682/callback?session_id=dev_1&code=dvc_x","user_code_confirmed":true}`,
+	}, {
+		name:   "deny device",
+		call:   func(ctx context.Context, c *Client) (any, error) { return c.AnswerDevice(ctx, "dev_1", false, "") },
+		want:   seen{Method: "POST", Path: "/api/v1/auth/device/complete", Auth: "Bearer pac_a", Body: `{"session_id":"dev_1","action":"deny"}`},
+		status: 200, answer: `{"data":{"status":"denied","redirect_url":"http://127.0.0.1:53682/callback?error=access_denied&session_id=dev_1","user_code_confirmed":false}}`,
+		result: `{"status":"denied","redirect_url":"http://127.0.0.1:53682/callback?error=access_denied&session_id=dev_1","user_code_confirmed":false}`,
+	}, {
 		name: "send",
 		call: func(ctx context.Context, c *Client) (any, error) {
 			return nil, c.Send(ctx, "whk_secret", InboundEvent{Title: "Deployed", Message: "v2", Severity: perch.SeverityWarning})

@@ -28,6 +28,7 @@ type cli struct {
 	openBrowser   func(url string) error // shows the sign-in page
 	pollEvery     time.Duration          // between status polls of a desktop sign-in
 	callbackGrace time.Duration          // how long the browser may trail a poll that heard the answer
+	callbackWait  time.Duration          // how long to wait for the browser after an approval without the code
 	quietFor      time.Duration          // how long a disconnection lasts before listen reports it
 	clientOpts    []client.Option        // added to every API client (tests shorten the backoff)
 }
@@ -38,6 +39,7 @@ func newCLI(getenv func(string) string, stdin io.Reader, stdout, stderr io.Write
 		openBrowser:   openBrowser,
 		pollEvery:     2 * time.Second,
 		callbackGrace: time.Second,
+		callbackWait:  15 * time.Second,
 		quietFor:      5 * time.Second,
 	}
 }

@@ -137,6 +137,7 @@ func testCLI(t *testing.T, dir string, env map[string]string) (c *cli, stdout, s
 	}
 	c.pollEvery = 5 * time.Millisecond
 	c.callbackGrace = 0 // no browser follows the approval unless the test says so
+	c.callbackWait = 0
 	c.clientOpts = []client.Option{client.WithReconnectDelay(5*time.Millisecond, 50*time.Millisecond)}
 	return c, stdout, stderr
 }

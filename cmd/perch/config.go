@@ -31,6 +31,7 @@ type config struct {
 	UserLimit          perch.Limit
 	AuthLimit          perch.Limit
 	AnonymousBroadcast bool
+	MaxPerDelivery     int
 	GitHubSecret       string
 	PagerDutySecret    string
 	SMTPURL            string
@@ -167,6 +168,13 @@ var settings = []setting{
 		c.AnonymousBroadcast, err = strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
+	{"max-notifications-per-delivery", "100", "most notifications one webhook delivery may make (a PagerDuty V2 delivery carries a list)", func(c *config, v string) (err error) {
+		c.MaxPerDelivery, err = strconv.Atoi(v)
+		if err != nil || c.MaxPerDelivery < 1 || c.MaxPerDelivery > 10_000 {
+			return fmt.Errorf("want a whole number from 1 to 10000")
 		}
 		return nil
 	}},

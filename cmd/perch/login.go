@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +46,7 @@ func (c *cli) login(ctx context.Context, args []string) error {
 	if *token != "" {
 		si, err = c.tokenLogin(ctx, server, *token)
 	} else {
-		si, err = c.browserLogin(ctx, server, !*noBrowser)
+		si, err = c.browserLogin(ctx, server, cliClientName, !*noBrowser, nil)
 	}
 	if err != nil {
 		return err
@@ -83,19 +82,20 @@ var (
 	errExpired = errors.New("the sign-in request expired before it was approved; run perch login again")
 )
 
-// deviceStart is the server's answer to authorize.
-type deviceStart struct {
-	SessionID       string `json:"session_id"`
-	VerificationURL string `json:"verification_url"`
-	ExpiresIn       int    `json:"expires_in"`
-}
+// What the approval page calls the app that asks to sign in.
+const (
+	cliClientName  = "perch CLI"
+	trayClientName = "Perch menu bar"
+)
 
 // browserLogin runs the desktop sign-in: a one-time verifier, a loopback
-// port for the browser's answer, the verification page in the browser, and
-// then whichever comes first of the browser's callback and an approval
-// seen by polling (a browser on another machine, or one that cannot reach
-// the port, still completes the sign-in).
-func (c *cli) browserLogin(ctx context.Context, server string, open bool) (*creds.SignIn, error) {
+// port for the browser's answer, the verification page in the browser with
+// the user code beside it, and then whichever comes first of the browser's
+// callback and an approval seen by polling (a browser on another machine,
+// or one that cannot reach the port, still completes the sign-in, when the
+// person typed the code). clientName is what the approval page calls this
+// app; started, when not nil, is told the page and the code once known.
+func (c *cli) browserLogin(ctx context.Context, server, clientName string, open bool, started func(*client.DeviceStart)) (*creds.SignIn, error) {
 	verifier := newCodeVerifier()
 	// Loopback only, and 127.0.0.1 rather than localhost (RFC 8252 §8.3):
 	// the code must not be offered to the network.
@@ -104,13 +104,8 @@ func (c *cli) browserLogin(ctx context.Context, server string, open bool) (*cred
 		return nil, fmt.Errorf("listening on a loopback port for the browser's answer: %w", err)
 	}
 	api := client.New(server, c.clientOpts...)
-	q := url.Values{
-		"port":                  {strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)},
-		"code_challenge":        {codeChallenge(verifier)},
-		"code_challenge_method": {"S256"},
-	}
-	var start deviceStart
-	if err := api.Call(ctx, http.MethodGet, "/api/v1/auth/device/authorize?"+q.Encode(), nil, &start); err != nil {
+	start, err := api.StartDeviceSignIn(ctx, ln.Addr().(*net.TCPAddr).Port, codeChallenge(verifier), clientName)
+	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("starting the sign-in with %s: %s", server, message(err))
 	}
@@ -143,6 +138,10 @@ func (c *cli) browserLogin(ctx context.Context, server string, open bool) (*cred
 	}()
 
 	fmt.Fprintf(c.stderr, "Open this page to sign in: %s\n", start.VerificationURL)
+	fmt.Fprintf(c.stderr, "Your code: %s — type it on that page when you approve. Never type a code someone else gave you.\n", start.UserCode)
+	if started != nil {
+		started(start)
+	}
 	if open {
 		if err := c.openBrowser(start.VerificationURL); err != nil {
 			fmt.Fprintf(c.stderr, "(Could not open a browser: %v. Open the page yourself.)\n", err)
@@ -157,6 +156,7 @@ func (c *cli) browserLogin(ctx context.Context, server string, open bool) (*cred
 	defer expiry.Stop()
 	poll := time.NewTicker(c.pollEvery)
 	defer poll.Stop()
+	var callbackOnly <-chan time.Time // runs once a poll hears of an approval without the code
 	for {
 		select {
 		case <-flow.done:
@@ -173,8 +173,19 @@ func (c *cli) browserLogin(ctx context.Context, server string, open bool) (*cred
 			return nil, ctx.Err()
 		case <-expiry.C:
 			return nil, errExpired
+		case <-callbackOnly:
+			// Under the flow's lock: a callback that arrives meanwhile
+			// either completes the sign-in first or finds it over.
+			flow.end(fmt.Errorf("the sign-in was approved without the code %s, so only this computer's browser could complete it, and it did not; run perch login again and type the code on the page", start.UserCode))
 		case <-poll.C:
-			flow.poll(ctx)
+			if flow.poll(ctx) && callbackOnly == nil {
+				// The browser was sent to this port with the answer the
+				// moment it approved; give it time to arrive.
+				fmt.Fprintln(c.stderr, "Approved without the code: waiting for the browser to bring the answer here…")
+				t := time.NewTimer(c.callbackWait)
+				defer t.Stop()
+				callbackOnly = t.C
+			}
 		}
 	}
 }
@@ -206,6 +217,13 @@ func (f *deviceFlow) finish(s *client.Session, err error) {
 	}
 	f.finished, f.session, f.err = true, s, err
 	close(f.done)
+}
+
+// end ends the flow with err, unless it has ended already.
+func (f *deviceFlow) end(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finish(nil, err)
 }
 
 // ServeHTTP takes the browser's callback, exchanges its code, and tells the
@@ -259,30 +277,19 @@ func (f *deviceFlow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // exchange trades the callback's one-time code and the verifier for the
 // session.
 func (f *deviceFlow) exchange(ctx context.Context, code string) (*client.Session, error) {
-	var s client.Session
-	err := f.api.Call(ctx, http.MethodPost, "/api/v1/auth/device/exchange",
-		map[string]string{"session_id": f.sessionID, "code": code, "code_verifier": f.verifier}, &s)
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return f.api.ExchangeDeviceCode(ctx, f.sessionID, code, f.verifier)
 }
 
-// poll asks how the sign-in stands; the first answer after approval carries
-// the session.
-func (f *deviceFlow) poll(ctx context.Context) {
+// poll asks how the sign-in stands; the first answer after an approval with
+// the user code carries the session. It reports whether the sign-in was
+// approved without the code, which only the browser's callback completes.
+func (f *deviceFlow) poll(ctx context.Context) (callbackOnly bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.finished {
-		return
+		return false
 	}
-	var st struct {
-		Status    string `json:"status"`
-		Exchanged bool   `json:"exchanged"`
-		client.Session
-	}
-	path := "/api/v1/auth/device/status/" + url.PathEscape(f.sessionID) + "?code_verifier=" + url.QueryEscape(f.verifier)
-	err := f.api.Call(ctx, http.MethodGet, path, nil, &st)
+	st, err := f.api.DeviceSignInStatus(ctx, f.sessionID, f.verifier)
 	switch {
 	case err != nil:
 		switch perch.ErrorCode(err) {
@@ -295,11 +302,14 @@ func (f *deviceFlow) poll(ctx context.Context) {
 		f.finish(&st.Session, nil)
 	case st.Status == perch.DeviceApproved && st.Exchanged:
 		f.finish(nil, errors.New("the sign-in was completed by another program; run perch login again"))
+	case st.Status == perch.DeviceApproved && st.CallbackOnly:
+		return true
 	case st.Status == perch.DeviceDenied:
 		f.finish(nil, errDenied)
 	case st.Status == perch.DeviceExpired:
 		f.finish(nil, errExpired)
 	}
+	return false
 }
 
 // callbackPage answers the browser with a small page saying msg.

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +19,21 @@ import (
 )
 
 // answerSignIn does what a signed-in person does on the dashboard's
-// verification page: approve (or deny) the sign-in the page shows. With
-// follow, the browser then goes where the server sends it, the loopback
-// callback of perch login, and the page it gets is returned.
-func answerSignIn(t *testing.T, u *testUser, verifyURL, action string, follow bool) (page string) {
+// verification page: approve (or deny) the sign-in the page shows, typing
+// userCode ("" for none). With follow, the browser then goes where the
+// server sends it, the loopback callback of perch login, and the page it
+// gets is returned.
+func answerSignIn(t *testing.T, u *testUser, verifyURL, action, userCode string, follow bool) (page string) {
 	t.Helper()
 	v, err := url.Parse(verifyURL)
 	if err != nil || v.Query().Get("session_id") == "" {
 		t.Fatalf("verification URL %q has no session_id", verifyURL)
 	}
-	status, body := call(t, "POST", u.base+"/api/v1/auth/device/complete", u.session.AccessToken,
-		map[string]string{"session_id": v.Query().Get("session_id"), "action": action})
+	in := map[string]string{"session_id": v.Query().Get("session_id"), "action": action}
+	if userCode != "" {
+		in["user_code"] = userCode
+	}
+	status, body := call(t, "POST", u.base+"/api/v1/auth/device/complete", u.session.AccessToken, in)
 	if status != 200 {
 		t.Fatalf("complete: %d %v", status, body)
 	}
@@ -50,24 +56,29 @@ func answerSignIn(t *testing.T, u *testUser, verifyURL, action string, follow bo
 	return string(b)
 }
 
-// TestLoginInTheBrowser signs in the four ways the desktop sign-in can end:
-// approved or denied, heard through the browser's callback or by polling.
+// TestLoginInTheBrowser signs in the ways the desktop sign-in can end:
+// approved or denied, heard through the browser's callback or by polling;
+// polling completes it only when the person typed the code login shows.
 func TestLoginInTheBrowser(t *testing.T) {
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	for _, tt := range []struct {
 		name      string
 		action    string
+		typeCode  bool // the person types the code login printed
 		follow    bool // the browser reaches the callback
 		noBrowser bool // the person copies the address from the terminal
 		wantErr   string
 		wantPage  string
 	}{
 		{name: "approved, callback", action: "approve", follow: true, wantPage: "Signed in to Perch. You can close this tab."},
-		{name: "approved, polled", action: "approve"},
-		{name: "approved, no browser", action: "approve", noBrowser: true},
-		{name: "denied, callback", action: "deny", follow: true, wantErr: "sign-in was denied", wantPage: "Sign-in was denied."},
-		{name: "denied, polled", action: "deny", noBrowser: true, wantErr: "sign-in was denied"},
+		{name: "approved with the code, callback", action: "approve", typeCode: true, follow: true, wantPage: "Signed in to Perch."},
+		{name: "approved with the code, polled", action: "approve", typeCode: true},
+		{name: "approved with the code, no browser", action: "approve", typeCode: true, noBrowser: true},
+		{name: "approved without the code, polled", action: "approve", noBrowser: true,
+			wantErr: "the sign-in was approved without the code (\\S+), so only this computer's browser could complete it"},
+		{name: "denied, callback", action: "deny", follow: true, wantErr: "^sign-in was denied$", wantPage: "Sign-in was denied."},
+		{name: "denied, polled", action: "deny", noBrowser: true, wantErr: "^sign-in was denied$"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -76,7 +87,7 @@ func TestLoginInTheBrowser(t *testing.T) {
 			if tt.follow {
 				// The browser is on its way when a poll hears the answer
 				// first: login must wait for it, however long it takes.
-				c.callbackGrace = time.Minute
+				c.callbackGrace, c.callbackWait = time.Minute, time.Minute
 			}
 			// The browser is another program: the opener hands it the
 			// address, and the person answers there while login waits.
@@ -98,7 +109,13 @@ func TestLoginInTheBrowser(t *testing.T) {
 					t.Fatalf("login ended before opening the browser: %v", err)
 				}
 			}
-			page := answerSignIn(t, u, verify, tt.action, tt.follow)
+			// The code is printed with the address, for the person to type.
+			code := stderr.waitFor(t, `Your code: ([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}) — type it on that page`)[1]
+			typed := ""
+			if tt.typeCode {
+				typed = code
+			}
+			page := answerSignIn(t, u, verify, tt.action, typed, tt.follow)
 			var err error
 			select {
 			case err = <-done:
@@ -110,8 +127,9 @@ func TestLoginInTheBrowser(t *testing.T) {
 			}
 			st, _ := creds.Open(dir)
 			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("login: %v, want %q", err, tt.wantErr)
+				m := regexp.MustCompile(tt.wantErr).FindStringSubmatch(fmt.Sprint(err))
+				if err == nil || m == nil || len(m) > 1 && m[1] != code {
+					t.Fatalf("login: %v, want %q (with the code %s)", err, tt.wantErr, code)
 				}
 				if _, err := st.Get(""); !errors.Is(err, creds.ErrNotSignedIn) {
 					t.Fatalf("a denied sign-in was stored: %v", err)
@@ -155,12 +173,12 @@ func TestLoginThenListen(t *testing.T) {
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
 	c, _, _ := testCLI(t, dir, map[string]string{"PERCH_SERVER": base})
-	c.callbackGrace = time.Minute
+	c.callbackGrace, c.callbackWait = time.Minute, time.Minute
 	browser := make(chan string, 1)
 	c.openBrowser = func(verify string) error { browser <- verify; return nil }
 	done := make(chan error, 1)
 	go func() { done <- dispatch(t.Context(), "login", nil, c) }()
-	answerSignIn(t, u, <-browser, "approve", true)
+	answerSignIn(t, u, <-browser, "approve", "", true)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

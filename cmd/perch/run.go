@@ -18,6 +18,7 @@ Usage:
   perch serve [flags]          run the server (flags: perch serve -h)
   perch migrate [flags]        apply database migrations and exit
   perch admin grant EMAIL      make an account a platform admin
+  perch admin outbox           print the mail waiting for an operator (no SMTP server)
   perch version                print the version
 
 Each command's flags: perch COMMAND -h.

@@ -59,12 +59,20 @@ func (w *lineWriter) String() string {
 // base URL; the server stops, and must stop cleanly, when the test ends.
 func startServer(t *testing.T, env map[string]string) string {
 	t.Helper()
-	base, _ := startServerOutput(t, env)
+	base, _ := startServerOutput(t, env, io.Discard)
 	return base
 }
 
-// startServerOutput is startServer that also returns what serve printed.
-func startServerOutput(t *testing.T, env map[string]string) (string, *lineWriter) {
+// startServerLogging is startServer with the server's log written to logs.
+func startServerLogging(t *testing.T, env map[string]string, logs io.Writer) string {
+	t.Helper()
+	base, _ := startServerOutput(t, env, logs)
+	return base
+}
+
+// startServerOutput is startServer with the server's log written to logs
+// that also returns what serve printed.
+func startServerOutput(t *testing.T, env map[string]string, logs io.Writer) (string, *lineWriter) {
 	t.Helper()
 	env["PERCH_LISTEN"] = "127.0.0.1:0"
 	if env["PERCH_DATABASE_URL"] == "" {
@@ -75,7 +83,7 @@ func startServerOutput(t *testing.T, env map[string]string) (string, *lineWriter
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard)
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -176,10 +184,12 @@ func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
 }
 
 // TestMailWithoutSMTPIsKeptInTheOutbox checks the default: no mail server,
-// the message is kept in the database.
+// the message is kept in the database, the log says one is waiting but not
+// its link (a credential), and perch admin outbox shows it to the operator.
 func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "perch.db")
-	base := startServer(t, map[string]string{"PERCH_DATABASE_URL": db})
+	logs := &syncBuffer{}
+	base := startServerLogging(t, map[string]string{"PERCH_DATABASE_URL": db}, logs)
 	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
 	st, err := store.Open(context.Background(), db)
 	if err != nil {
@@ -193,6 +203,24 @@ func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(kept) == 1 && kept[0].To == "ada@example.com" && strings.Contains(kept[0].Link, "/verify-email?token=pem_") {
+			var out bytes.Buffer
+			env := map[string]string{"PERCH_DATABASE_URL": db}
+			if err := run(context.Background(), []string{"admin", "outbox"}, func(k string) string { return env[k] }, nil, &out, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), kept[0].Link) || !strings.Contains(out.String(), "To: ada@example.com") {
+				t.Fatalf("perch admin outbox printed:\n%s", out.String())
+			}
+			// The send is logged once it is kept; the log never has the link.
+			for !strings.Contains(logs.String(), "mail waiting in the outbox") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no log line says a mail is waiting:\n%s", logs.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if strings.Contains(logs.String(), "pem_") {
+				t.Fatalf("the log carries the verification link:\n%s", logs.String())
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -238,12 +266,14 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_TRUSTED_PROXIES":     "10.0.0.0/8, not-a-cidr",
 		"PERCH_BASE_URL":            "ftp://x",
 		"PERCH_METRICS_TOKEN":       "short",
+
+		"PERCH_MAX_NOTIFICATIONS_PER_DELIVERY": "0",
 	}
 	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
-	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention"} {
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -257,7 +287,7 @@ func TestFlagsWinOverVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.AuthLimit.Count != 5 || c.UserLimit.Count != 120 || len(c.AdminEmails) != 2 || c.DatabaseURL != "perch.db" || c.Listen != ":8080" || !c.AnonymousBroadcast {
+	if c.AuthLimit.Count != 5 || c.UserLimit.Count != 120 || len(c.AdminEmails) != 2 || c.DatabaseURL != "perch.db" || c.Listen != ":8080" || !c.AnonymousBroadcast || c.MaxPerDelivery != 100 {
 		t.Fatalf("config = %+v", c)
 	}
 }
@@ -273,7 +303,7 @@ func TestUnknownCommand(t *testing.T) {
 // token: the main address has no /metrics.
 func TestMetricsApart(t *testing.T) {
 	const token = "0123456789abcdef-scrape"
-	base, out := startServerOutput(t, map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_METRICS_TOKEN": token})
+	base, out := startServerOutput(t, map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_METRICS_TOKEN": token}, io.Discard)
 	m := regexp.MustCompile(`perch metrics on (http://\S+)/metrics`).FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("serve did not say where the metrics are:\n%s", out)

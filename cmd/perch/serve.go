@@ -104,12 +104,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Hub:            h,
 		Ingest:         writer,
 
-		AnonymousBroadcast: c.AnonymousBroadcast,
-		BroadcastLimit:     c.UserLimit,
-		GitHubSecret:       c.GitHubSecret,
-		PagerDutySecret:    c.PagerDutySecret,
-		MetricsToken:       c.MetricsToken,
-		SeparateMetrics:    c.MetricsListen != "",
+		AnonymousBroadcast:       c.AnonymousBroadcast,
+		BroadcastLimit:           c.UserLimit,
+		MaxDeliveryNotifications: c.MaxPerDelivery,
+		GitHubSecret:             c.GitHubSecret,
+		PagerDutySecret:          c.PagerDutySecret,
+		MetricsToken:             c.MetricsToken,
+		SeparateMetrics:          c.MetricsListen != "",
 	})
 
 	subCtx, unsubscribe := context.WithCancel(context.Background())
@@ -281,14 +282,28 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// admin runs operator commands: `perch admin grant EMAIL`.
+const adminUsage = `usage:
+  perch admin grant EMAIL [flags]   make an account a platform admin
+  perch admin outbox [flags]        print the mail waiting in the outbox (no SMTP server), newest first
+`
+
+// outboxShown is how many kept messages perch admin outbox prints.
+const outboxShown = 20
+
+// admin runs operator commands against the database: `perch admin grant
+// EMAIL` and `perch admin outbox`.
 func admin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) < 2 || args[0] != "grant" {
-		fmt.Fprint(stderr, "usage: perch admin grant EMAIL [flags]\n")
+	var flags []string
+	switch {
+	case len(args) >= 2 && args[0] == "grant":
+		flags = args[2:]
+	case len(args) >= 1 && args[0] == "outbox":
+		flags = args[1:]
+	default:
+		fmt.Fprint(stderr, adminUsage)
 		return errUsage
 	}
-	email := args[1]
-	c, err := parseConfig("admin", args[2:], getenv, stderr)
+	c, err := parseConfig("admin", flags, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -297,6 +312,20 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer st.Close()
+	if args[0] == "outbox" {
+		kept, err := st.Outbox(ctx, outboxShown)
+		if err != nil {
+			return fmt.Errorf("read the outbox: %w", err)
+		}
+		if len(kept) == 0 {
+			fmt.Fprintln(stdout, "The outbox is empty.")
+		}
+		for _, m := range kept {
+			fmt.Fprintf(stdout, "To: %s\nSubject: %s\nLink: %s\n\n", m.To, m.Subject, m.Link)
+		}
+		return nil
+	}
+	email := args[1]
 	if err := st.GrantAdmin(ctx, email); err != nil {
 		return fmt.Errorf("grant %s: %w", email, err)
 	}

@@ -463,7 +463,9 @@ func (a *trayApp) signInFlow() {
 	a.apply(a.model.SignOut("finish signing in in the browser"))
 	a.spawn(lctx, func(ctx context.Context) {
 		defer cancel()
-		si, err := a.cli.browserLogin(ctx, a.server, true)
+		si, err := a.cli.browserLogin(ctx, a.server, trayClientName, true, func(start *client.DeviceStart) {
+			a.apply(a.model.SignOut("finish signing in in the browser with the code " + start.UserCode))
+		})
 		switch {
 		case ctx.Err() != nil:
 			return // replaced by another click, or quitting

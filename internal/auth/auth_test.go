@@ -3,6 +3,8 @@ package auth
 import (
 	"strings"
 	"testing"
+
+	"github.com/perch-dev/perch"
 )
 
 var fast = Params{Memory: 64, Time: 1, Threads: 1}
@@ -51,6 +53,27 @@ func TestNewToken(t *testing.T) {
 	}
 	if p := DisplayPrefix("short"); p != "short" {
 		t.Fatalf("DisplayPrefix(short) = %q", p)
+	}
+}
+
+func TestNewUserCode(t *testing.T) {
+	seen := map[byte]bool{}
+	for range 200 {
+		code, hash := NewUserCode()
+		if norm, ok := perch.NormalizeUserCode(code); !ok || norm != code {
+			t.Fatalf("NewUserCode = %q, not a normalized user code", code)
+		}
+		if hash != perch.HashUserCode(code) {
+			t.Fatalf("hash of %q = %q", code, hash)
+		}
+		for i := range len(code) {
+			seen[code[i]] = true
+		}
+	}
+	// 1,600 letters drawn from 20: every one turns up (a letter missing by
+	// chance: 20 × (19/20)^1600, about 10^-34).
+	if len(seen) != len(perch.UserCodeAlphabet) {
+		t.Fatalf("letters seen: %d of %d", len(seen), len(perch.UserCodeAlphabet))
 	}
 }
 

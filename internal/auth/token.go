@@ -6,6 +6,8 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"strings"
+
+	"github.com/perch-dev/perch"
 )
 
 // tokenEntropy is the number of random bytes in a token: 256 bits.
@@ -26,6 +28,28 @@ func NewToken(prefix string) (raw, hash string) {
 func HashToken(raw string) string {
 	sum := sha256.Sum256([]byte(raw))
 	return hex.EncodeToString(sum[:])
+}
+
+// NewUserCode returns a fresh user code for a desktop sign-in, normalized
+// (perch.UserCodeLength characters of perch.UserCodeAlphabet, each drawn
+// uniformly), and its perch.HashUserCode.
+func NewUserCode() (code, hash string) {
+	// Bytes from the largest multiple of the alphabet's size up are
+	// dropped, so that the remainder favours no letter.
+	n := len(perch.UserCodeAlphabet)
+	limit := 256 - 256%n
+	out := make([]byte, 0, perch.UserCodeLength)
+	buf := make([]byte, 2*perch.UserCodeLength)
+	for len(out) < perch.UserCodeLength {
+		rand.Read(buf)
+		for _, b := range buf {
+			if int(b) < limit && len(out) < perch.UserCodeLength {
+				out = append(out, perch.UserCodeAlphabet[int(b)%n])
+			}
+		}
+	}
+	code = string(out)
+	return code, perch.HashUserCode(code)
 }
 
 // DisplayPrefix is the part of a raw token that may be shown again later to

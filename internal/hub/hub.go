@@ -7,6 +7,7 @@ package hub
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -26,6 +27,9 @@ type Frame struct {
 // client's notify function, which starts whatever writes them out.
 type Client struct {
 	Audience perch.Audience
+	// The credential the connection was opened with: a sign-in or an API
+	// token. When it is revoked, the connection ends.
+	SessionID, APITokenID string
 
 	// The queue grows with a burst and is let go when drained, so an idle
 	// client costs next to nothing while a busy one can fall up to max
@@ -113,6 +117,8 @@ const (
 	ReasonGrants   = "access changed; reconnect"
 	ReasonShutdown = "server shutting down; reconnect"
 	ReasonLost     = "live delivery interrupted; reconnect"
+	ReasonRevoked  = "credential revoked"
+	ReasonExpired  = "access token expired; renew it and reconnect"
 )
 
 type set map[*Client]struct{}
@@ -243,8 +249,23 @@ func (h *Hub) Deliver(m perch.FanoutMessage) {
 		for c := range h.byUser[m.UserID] {
 			c.drop(ReasonGrants)
 		}
+	case perch.FanoutRevoked:
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		for c := range h.byUser[m.UserID] {
+			if c.SessionID != "" && slices.Contains(m.Sessions, c.SessionID) ||
+				c.APITokenID != "" && slices.Contains(m.APITokens, c.APITokenID) {
+				c.drop(ReasonRevoked)
+			}
+		}
 	}
 }
+
+// Expire drops c because the credential it was opened with has expired.
+func (c *Client) Expire() { c.drop(ReasonExpired) }
+
+// Revoke drops c because the credential it was opened with was revoked.
+func (c *Client) Revoke() { c.drop(ReasonRevoked) }
 
 // DropAll drops every client with reason, as on shutdown or when fan-out
 // may have lost messages: clients reconnect and replay from the store.

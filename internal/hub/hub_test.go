@@ -98,6 +98,38 @@ func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 	}
 }
 
+func TestRevocationDropsOnlyWhatTheCredentialOpened(t *testing.T) {
+	h := New()
+	client := func(user, session, token string) *Client {
+		c := NewClient(perch.Audience{UserID: user, OrgID: "a"}, 8, nop)
+		c.SessionID, c.APITokenID = session, token
+		h.Add(c)
+		return c
+	}
+	laptop := client("ada", "s1", "")
+	phone := client("ada", "s2", "")
+	script := client("ada", "", "t1")
+	other := client("ada", "", "t2")
+	bob := client("bob", "s1", "t1") // ids are only unique per kind; the user must match too
+
+	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutRevoked, UserID: "ada", Sessions: []string{"s1"}, APITokens: []string{"t1"}})
+	for _, c := range []*Client{laptop, script} {
+		if r := c.Dropped(); r != ReasonRevoked {
+			t.Fatalf("client of a revoked credential: dropped %q, want %q", r, ReasonRevoked)
+		}
+	}
+	for _, c := range []*Client{phone, other, bob} {
+		if r := c.Dropped(); r != "" {
+			t.Fatalf("client of a live credential dropped: %q", r)
+		}
+	}
+	// A message that names no credential ends nothing: "" is no wildcard.
+	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutRevoked, UserID: "ada", Sessions: []string{""}, APITokens: []string{""}})
+	if r := phone.Dropped(); r != "" {
+		t.Fatalf("an empty id dropped a session client: %q", r)
+	}
+}
+
 func TestNotificationFrame(t *testing.T) {
 	f := NotificationFrame(&perch.Notification{ID: "42", Title: "T", Scope: perch.Scope{Type: perch.ScopeAll}})
 	if f.ID != 42 || !strings.HasPrefix(string(f.Data), `{"type":"notification","data":{"id":"42",`) {

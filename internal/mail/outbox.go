@@ -12,10 +12,11 @@ type OutboxStore interface {
 	SaveMail(ctx context.Context, m Message) error
 }
 
-// Outbox is the Sender used when no SMTP server is configured. It logs each
-// message, link included, so that a self-hoster without mail can still verify
-// an address or reset a password from the server log, and keeps it in a store
-// for the admin pages.
+// Outbox is the Sender used when no SMTP server is configured. It keeps each
+// message in a store, where the operator reads it (`perch admin outbox`),
+// and logs that one is waiting. The log never carries the message's link:
+// reset, verification and invitation links are credentials, and whoever
+// reads the logs must not be able to take accounts over with them.
 type Outbox struct {
 	store OutboxStore
 	log   *slog.Logger
@@ -30,17 +31,14 @@ func NewOutbox(store OutboxStore, logger *slog.Logger) *Outbox {
 	return &Outbox{store: store, log: logger}
 }
 
-// Send logs m at info level and saves it.
+// Send saves m and logs, without its link, that it is waiting.
 func (o *Outbox) Send(ctx context.Context, m Message) error {
-	// Logged before saving: the link is what the operator needs, and it
-	// should reach the log even when the store is failing.
-	o.log.InfoContext(ctx, "mail kept in the outbox: no SMTP server configured",
-		"to", m.To, "subject", m.Subject, "kind", m.Kind, "link", m.Link)
-	if o.store == nil {
-		return nil
+	if o.store != nil {
+		if err := o.store.SaveMail(ctx, m); err != nil {
+			return fmt.Errorf("mail: save %s to %s in the outbox: %w", m.Kind, m.To, err)
+		}
 	}
-	if err := o.store.SaveMail(ctx, m); err != nil {
-		return fmt.Errorf("mail: save %s to %s in the outbox: %w", m.Kind, m.To, err)
-	}
+	o.log.InfoContext(ctx, "mail waiting in the outbox (no SMTP server configured); read it with: perch admin outbox",
+		"to", m.To, "subject", m.Subject, "kind", m.Kind)
 	return nil
 }

@@ -21,8 +21,8 @@ type Fallback struct {
 var _ perch.RateLimiter = (*Fallback)(nil)
 
 // Allow counts with Shared, or with Local when Shared fails.
-func (f *Fallback) Allow(ctx context.Context, key string, l perch.Limit) (perch.RateResult, error) {
-	res, err := f.Shared.Allow(ctx, key, l)
+func (f *Fallback) Allow(ctx context.Context, key string, l perch.Limit, n int) (perch.RateResult, error) {
+	res, err := f.Shared.Allow(ctx, key, l, n)
 	if err == nil {
 		if f.down.Swap(false) && f.Log != nil {
 			f.Log.Info("shared rate limits are back")
@@ -32,5 +32,5 @@ func (f *Fallback) Allow(ctx context.Context, key string, l perch.Limit) (perch.
 	if !f.down.Swap(true) && f.Log != nil {
 		f.Log.Warn("shared rate limits unavailable; limiting per instance until they are back", "err", err)
 	}
-	return f.Local.Allow(ctx, key, l)
+	return f.Local.Allow(ctx, key, l, n)
 }

@@ -12,7 +12,7 @@ import (
 // broken is a shared limiter that cannot be reached.
 type broken struct{}
 
-func (broken) Allow(context.Context, string, perch.Limit) (perch.RateResult, error) {
+func (broken) Allow(context.Context, string, perch.Limit, int) (perch.RateResult, error) {
 	return perch.RateResult{}, errors.New("redis: connection refused")
 }
 
@@ -23,11 +23,11 @@ func TestFallbackLimitsLocallyWhileTheSharedLimiterIsDown(t *testing.T) {
 	f := &Fallback{Shared: broken{}, Local: local}
 	l := perch.Limit{Count: 2, Period: time.Minute}
 	for i := range 2 {
-		if res, err := f.Allow(context.Background(), "k", l); err != nil || !res.Allowed {
+		if res, err := f.Allow(context.Background(), "k", l, 1); err != nil || !res.Allowed {
 			t.Fatalf("request %d: %+v, %v", i, res, err)
 		}
 	}
-	if res, err := f.Allow(context.Background(), "k", l); err != nil || res.Allowed {
+	if res, err := f.Allow(context.Background(), "k", l, 1); err != nil || res.Allowed {
 		t.Fatalf("third request: %+v, %v; want refused by the local limit", res, err)
 	}
 }

@@ -57,6 +57,28 @@ func TestAllowsABurstThenRefuses(t *testing.T) {
 	})
 }
 
+// TestCountsSeveralUnitsAtOnce: an anonymous delivery counts the
+// notifications it would make; a refusal spends nothing.
+func TestCountsSeveralUnitsAtOnce(t *testing.T) {
+	forEachLimiter(t, func(t *testing.T, lim limiter) {
+		l := perch.Limit{Count: 10, Period: 15 * time.Minute}
+		steps := []struct {
+			n         int
+			allowed   bool
+			remaining int
+		}{{4, true, 6}, {7, false, 6}, {6, true, 0}, {1, false, 0}, {11, false, 0}}
+		for i, st := range steps {
+			res, err := lim.Allow(context.Background(), "k", l, st.n)
+			if err != nil || res.Allowed != st.allowed || res.Remaining != st.remaining {
+				t.Fatalf("step %d, %d units: %+v, %v; want allowed %v, remaining %d", i, st.n, res, err, st.allowed, st.remaining)
+			}
+			if !res.Allowed && res.RetryAfter <= 0 {
+				t.Fatalf("step %d: a refusal without RetryAfter: %+v", i, res)
+			}
+		}
+	})
+}
+
 func TestKeysAreIndependent(t *testing.T) {
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		l := perch.Limit{Count: 2, Period: time.Hour}
@@ -111,7 +133,7 @@ func TestRefillsAfterRetryAfter(t *testing.T) {
 
 func allow(t *testing.T, lim limiter, key string, l perch.Limit) perch.RateResult {
 	t.Helper()
-	res, err := lim.Allow(context.Background(), key, l)
+	res, err := lim.Allow(context.Background(), key, l, 1)
 	if err != nil {
 		t.Fatalf("Allow(%q, %s): %v", key, l, err)
 	}

@@ -37,8 +37,8 @@ func NewMemory() *Memory {
 	return &Memory{Now: time.Now, buckets: map[bucketKey]*rate.Limiter{}}
 }
 
-// Allow counts one request against key.
-func (m *Memory) Allow(_ context.Context, key string, l perch.Limit) (perch.RateResult, error) {
+// Allow counts n units against key.
+func (m *Memory) Allow(_ context.Context, key string, l perch.Limit, n int) (perch.RateResult, error) {
 	now := m.Now()
 	every := l.Period / time.Duration(l.Count)
 	m.mu.Lock()
@@ -52,12 +52,12 @@ func (m *Memory) Allow(_ context.Context, key string, l perch.Limit) (perch.Rate
 		b = rate.NewLimiter(rate.Every(every), l.Count)
 		m.buckets[k] = b
 	}
-	res := perch.RateResult{Limit: l.Count, Allowed: b.AllowN(now, 1)}
+	res := perch.RateResult{Limit: l.Count, Allowed: b.AllowN(now, n)}
 	tokens := b.TokensAt(now)
 	res.Remaining = max(0, int(tokens))
 	res.ResetAfter = time.Duration((float64(l.Count) - tokens) * float64(every))
 	if !res.Allowed {
-		res.RetryAfter = time.Duration((1 - tokens) * float64(every))
+		res.RetryAfter = time.Duration((float64(min(n, l.Count)) - tokens) * float64(every))
 	}
 	return res, nil
 }

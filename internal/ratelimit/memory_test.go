@@ -17,18 +17,18 @@ func TestMemoryTimesAreExact(t *testing.T) {
 	l := perch.Limit{Count: 10, Period: 15 * time.Minute}
 	ctx := context.Background()
 	for range 10 {
-		m.Allow(ctx, "1.2.3.4", l)
+		m.Allow(ctx, "1.2.3.4", l, 1)
 	}
-	res, _ := m.Allow(ctx, "1.2.3.4", l)
+	res, _ := m.Allow(ctx, "1.2.3.4", l, 1)
 	if res.Allowed || res.RetryAfter != 90*time.Second || res.ResetAfter != 15*time.Minute {
 		t.Fatalf("11th request: %+v", res)
 	}
 	c.t = c.t.Add(90*time.Second - time.Nanosecond)
-	if res, _ := m.Allow(ctx, "1.2.3.4", l); res.Allowed {
+	if res, _ := m.Allow(ctx, "1.2.3.4", l, 1); res.Allowed {
 		t.Fatalf("just before RetryAfter: %+v", res)
 	}
 	c.t = c.t.Add(time.Nanosecond)
-	if res, _ := m.Allow(ctx, "1.2.3.4", l); !res.Allowed || res.Remaining != 0 {
+	if res, _ := m.Allow(ctx, "1.2.3.4", l, 1); !res.Allowed || res.Remaining != 0 {
 		t.Fatalf("after one refill interval: %+v", res)
 	}
 }
@@ -38,10 +38,10 @@ func TestMemoryForgetsIdleKeys(t *testing.T) {
 	m := NewMemory()
 	m.Now = c.now
 	l := perch.Limit{Count: 2, Period: time.Second}
-	m.Allow(context.Background(), "a", l)
-	m.Allow(context.Background(), "b", l)
+	m.Allow(context.Background(), "a", l, 1)
+	m.Allow(context.Background(), "b", l, 1)
 	c.t = c.t.Add(sweepEvery)
-	m.Allow(context.Background(), "c", l)
+	m.Allow(context.Background(), "c", l, 1)
 	if n := m.Len(); n != 1 {
 		t.Fatalf("tracking %d keys after the idle ones refilled, want 1", n)
 	}

@@ -30,14 +30,14 @@ func NewRedis(client *redis.Client, prefix string) *Redis {
 	return &Redis{limiter: redis_rate.NewLimiter(client), prefix: prefix}
 }
 
-// Allow counts one request against key. Like Memory, it counts each limit
+// Allow counts n units against key. Like Memory, it counts each limit
 // separately: the same key under two limits has two allowances. It fails
 // when Redis cannot be reached within ctx, or when l is not a valid limit.
-func (r *Redis) Allow(ctx context.Context, key string, l perch.Limit) (perch.RateResult, error) {
+func (r *Redis) Allow(ctx context.Context, key string, l perch.Limit, n int) (perch.RateResult, error) {
 	if l.Count <= 0 || l.Period <= 0 {
 		return perch.RateResult{}, fmt.Errorf("ratelimit: invalid limit %s", l)
 	}
-	res, err := r.limiter.Allow(ctx, r.prefix+l.String()+":"+key, redis_rate.Limit{Rate: l.Count, Burst: l.Count, Period: l.Period})
+	res, err := r.limiter.AllowN(ctx, r.prefix+l.String()+":"+key, redis_rate.Limit{Rate: l.Count, Burst: l.Count, Period: l.Period}, n)
 	if err != nil {
 		return perch.RateResult{}, fmt.Errorf("ratelimit: redis: %w", err)
 	}
@@ -47,9 +47,9 @@ func (r *Redis) Allow(ctx context.Context, key string, l perch.Limit) (perch.Rat
 		Remaining:  res.Remaining,
 		ResetAfter: max(0, res.ResetAfter),
 	}
-	if out.Allowed {
-		out.Remaining = max(out.Remaining, remaining(l, res.ResetAfter))
-	} else {
+	// A refusal of several units may leave some: redis_rate says 0 then.
+	out.Remaining = max(out.Remaining, remaining(l, res.ResetAfter))
+	if !out.Allowed {
 		out.RetryAfter = res.RetryAfter // -1 when allowed
 	}
 	return out, nil

@@ -60,7 +60,7 @@ func TestRedisRejectsInvalidLimits(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	r := NewRedis(client, "")
 	for _, l := range []perch.Limit{{Count: 0, Period: time.Minute}, {Count: -1, Period: time.Minute}, {Count: 10}} {
-		if _, err := r.Allow(t.Context(), "a", l); err == nil {
+		if _, err := r.Allow(t.Context(), "a", l, 1); err == nil {
 			t.Errorf("limit %s: no error", l)
 		}
 	}
@@ -74,7 +74,7 @@ func TestRedisUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	start := time.Now()
-	if _, err := NewRedis(client, "").Allow(ctx, "a", perch.Limit{Count: 1, Period: time.Second}); err == nil {
+	if _, err := NewRedis(client, "").Allow(ctx, "a", perch.Limit{Count: 1, Period: time.Second}, 1); err == nil {
 		t.Error("Allow succeeded")
 	}
 	if d := time.Since(start); d > limit+250*time.Millisecond {

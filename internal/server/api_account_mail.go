@@ -93,9 +93,11 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidatePassword(p, "password", in.Password, owner.Email); len(p) > 0 {
 		return p.Err()
 	}
-	if _, err := s.store.ResetPassword(r.Context(), hash, auth.HashPassword(in.Password, s.opts.PasswordParams)); err != nil {
+	u, revoked, err := s.store.ResetPassword(r.Context(), hash, auth.HashPassword(in.Password, s.opts.PasswordParams))
+	if err != nil {
 		return err
 	}
+	s.revoked(r.Context(), u.ID, revoked, nil)
 	return noContent(w)
 }
 

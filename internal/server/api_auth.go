@@ -126,7 +126,9 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) error {
 		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
 	}
 	access, refresh, t := s.newTokens()
-	if _, _, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
+	if userID, sessionID, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
+		// On reuse the store names the sign-in it revoked.
+		s.revoked(r.Context(), userID, []string{sessionID}, nil)
 		return err
 	}
 	return respond(w, http.StatusOK, &authResponse{AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", ExpiresIn: int(perch.AccessTokenTTL.Seconds())})
@@ -144,8 +146,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if in.RefreshToken == "" {
 		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
 	}
-	if err := s.store.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken)); err != nil {
+	userID, sessionID, err := s.store.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken))
+	if err != nil {
 		return err
 	}
+	s.revoked(r.Context(), userID, []string{sessionID}, nil)
 	return noContent(w)
 }

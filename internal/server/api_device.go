@@ -9,37 +9,59 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
 )
 
 // The desktop sign-in (device/PKCE flow): the app listens on a loopback port,
-// starts a sign-in with the S256 challenge of a verifier only it knows, and
-// opens the verification page; a signed-in user approves it there, and the
-// browser is sent to the app's port with a one-time code, which the app
-// exchanges, with the verifier, for a session of its own. An app that cannot
-// take the callback polls the status with the verifier instead.
+// starts a sign-in with the S256 challenge of a verifier only it knows, shows
+// the user code it is given, and opens the verification page; a signed-in
+// user approves it there, and the browser is sent to the app's port with a
+// one-time code, which the app exchanges, with the verifier, for a session
+// of its own. An app that cannot take the callback polls the status with the
+// verifier instead, and a poll gets the tokens only when the approver typed
+// the user code: whoever started a sign-in holds its verifier, so without
+// the code anyone could have a victim approve their sign-in and poll for the
+// victim's tokens (docs/DESIGN.md, "Desktop sign-in: threat model").
 
 // deviceStart is the answer to the start of a desktop sign-in.
 type deviceStart struct {
 	SessionID       string `json:"session_id"`
 	VerificationURL string `json:"verification_url"`
+	UserCode        string `json:"user_code"`  // BCDF-GHJK: the app shows it; the approver types it
 	ExpiresIn       int    `json:"expires_in"` // seconds the sign-in lives
 }
 
 // deviceStatusAnswer is the answer to a status poll. Tokens come with the
-// first answer after approval and never again; later answers say exchanged.
+// first answer after an approval with the user code, and never again; later
+// answers say exchanged. An approval without the code says callback_only:
+// its tokens go only to the one-time code of the loopback callback.
 type deviceStatusAnswer struct {
-	Status    string `json:"status"`
-	Exchanged bool   `json:"exchanged,omitempty"`
+	Status       string `json:"status"`
+	Exchanged    bool   `json:"exchanged,omitempty"`
+	CallbackOnly bool   `json:"callback_only,omitempty"`
 	*authResponse
 }
 
 // deviceAnswer is the body of complete, as JSON or as a form.
 type deviceAnswer struct {
 	SessionID string `json:"session_id"`
-	Action    string `json:"action"` // "approve" (the default) or "deny"
+	Action    string `json:"action"`    // "approve" (the default) or "deny"
+	UserCode  string `json:"user_code"` // as the approver typed it; optional
+}
+
+// deviceRequest is a sign-in as the person asked to approve it sees it: what
+// the app calls itself, when and from where it asked. Never its user code,
+// which the person must read off their own app.
+type deviceRequest struct {
+	SessionID  string    `json:"session_id"`
+	ClientName string    `json:"client_name"`
+	ClientIP   string    `json:"client_ip"`
+	Status     string    `json:"status"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
 }
 
 var (
@@ -60,14 +82,16 @@ func (s *Server) devicePolling(next http.Handler) http.Handler {
 }
 
 // deviceAuthorize starts a desktop sign-in. A browser (Accept prefers HTML)
-// is sent on to the verification page; the app gets JSON.
+// is sent on to the verification page (and nobody learns the user code, so
+// only the loopback callback can complete it); the app gets JSON.
 func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	port, err := perch.ValidateDeviceAuthorize(q.Get("port"), q.Get("code_challenge"), q.Get("code_challenge_method"))
+	req, err := perch.ParseDeviceAuthorize(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	d, err := s.store.CreateDeviceSession(r.Context(), port, q.Get("code_challenge"))
+	code, hash := auth.NewUserCode()
+	req.ClientIP, req.UserCodeHash = s.clientIP(r).String(), hash
+	d, err := s.store.CreateDeviceSession(r.Context(), *req)
 	if err != nil {
 		return err
 	}
@@ -76,14 +100,31 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, verify, http.StatusSeeOther)
 		return nil
 	}
-	return respond(w, http.StatusOK, deviceStart{SessionID: d.ID, VerificationURL: verify, ExpiresIn: int(perch.DeviceSessionTTL.Seconds())})
+	return respond(w, http.StatusOK, deviceStart{SessionID: d.ID, VerificationURL: verify, UserCode: perch.FormatUserCode(code),
+		ExpiresIn: int(perch.DeviceSessionTTL.Seconds())})
+}
+
+// deviceRequestInfo shows a signed-in user the sign-in they are asked to
+// approve, for the verification page.
+func (s *Server) deviceRequestInfo(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.store.DeviceSession(r.Context(), r.PathValue("session_id"))
+	if err != nil {
+		return err
+	}
+	status := d.Status
+	if status == perch.DeviceExchanged {
+		status = perch.DeviceApproved
+	}
+	return respond(w, http.StatusOK, deviceRequest{SessionID: d.ID, ClientName: d.ClientName, ClientIP: d.ClientIP,
+		Status: status, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt})
 }
 
 // deviceComplete records the signed-in user's answer to a pending sign-in
 // and sends the browser back to the app: with a one-time code when
-// approved, with error=access_denied when denied. A form post (the
-// dashboard's page) is answered 303 to the app's callback; JSON with the
-// callback URL.
+// approved, with error=access_denied when denied. An approval with the
+// user code the app shows (checked: a wrong one is validation_failed)
+// also lets the app's status poll take the tokens. A form post is answered
+// 303 to the app's callback; JSON with the callback URL.
 func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	// Another site must not make a signed-in browser approve a sign-in the
 	// attacker started, whether by form post or by cookie.
@@ -101,6 +142,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var status, callback string
+	confirmed := false
 	if in.Action == "deny" {
 		d, err := s.store.DenyDeviceSession(r.Context(), in.SessionID, p.User.ID)
 		if err != nil {
@@ -108,8 +150,11 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 		}
 		status, callback = perch.DeviceDenied, deviceCallback(d.Port, "error=access_denied&session_id="+url.QueryEscape(d.ID))
 	} else {
+		if confirmed, err = s.checkUserCode(r.Context(), in); err != nil {
+			return err
+		}
 		code, hash := auth.NewToken(perch.DeviceCodePrefix)
-		d, err := s.store.ApproveDeviceSession(r.Context(), in.SessionID, p.User.ID, hash)
+		d, err := s.store.ApproveDeviceSession(r.Context(), in.SessionID, p.User.ID, hash, confirmed)
 		if err != nil {
 			return err
 		}
@@ -119,7 +164,35 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, callback, http.StatusSeeOther)
 		return nil
 	}
-	return respond(w, http.StatusOK, map[string]string{"status": status, "redirect_url": callback})
+	return respond(w, http.StatusOK, deviceCompleted{Status: status, RedirectURL: callback, UserCodeConfirmed: confirmed})
+}
+
+// deviceCompleted is the JSON answer of complete.
+type deviceCompleted struct {
+	Status            string `json:"status"`
+	RedirectURL       string `json:"redirect_url"`
+	UserCodeConfirmed bool   `json:"user_code_confirmed"` // the app's status poll may take the tokens
+}
+
+// checkUserCode reports whether the approval in confirms the sign-in with
+// its user code: false when none was typed, an EVALIDATION error for a code
+// that is not the one the app shows. A sign-in that can no longer be
+// answered says so first, rather than that the code is wrong.
+func (s *Server) checkUserCode(ctx context.Context, in deviceAnswer) (bool, error) {
+	if strings.TrimSpace(in.UserCode) == "" {
+		return false, nil
+	}
+	d, err := s.store.DeviceSession(ctx, in.SessionID)
+	if err != nil {
+		return false, err
+	}
+	if err := d.CheckDecidable(); err != nil {
+		return false, err
+	}
+	if err := d.CheckUserCode(in.UserCode); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // deviceCallback is the app's loopback callback with query. Always the IPv4
@@ -139,7 +212,7 @@ func readDeviceAnswer(r *http.Request) (in deviceAnswer, form bool, err error) {
 			}
 			return in, form, perch.Errorf(perch.EBADREQUEST, "The form cannot be read.")
 		}
-		in.SessionID, in.Action = r.PostForm.Get("session_id"), r.PostForm.Get("action")
+		in.SessionID, in.Action, in.UserCode = r.PostForm.Get("session_id"), r.PostForm.Get("action"), r.PostForm.Get("user_code")
 	} else if err := decode(r, &in); err != nil {
 		return in, form, err
 	}
@@ -179,13 +252,13 @@ func (s *Server) deviceExchange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := d.CheckExchangeable(); err != nil {
+	if err := d.CheckExchangeable(false); err != nil {
 		return err
 	}
 	if subtle.ConstantTimeCompare([]byte(auth.HashToken(in.Code)), []byte(d.CodeHash)) != 1 {
 		return errDeviceCode
 	}
-	res, err := s.exchangeDevice(r.Context(), d)
+	res, err := s.exchangeDevice(r.Context(), d, false)
 	if err != nil {
 		return err
 	}
@@ -193,9 +266,12 @@ func (s *Server) deviceExchange(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deviceStatus answers how a sign-in stands to the holder of its verifier.
-// The first answer after approval carries the tokens (and spends the
-// sign-in, as an exchange would); an app that cannot take the callback
-// signs in this way.
+// The first answer after an approval with the user code carries the tokens
+// (and spends the sign-in, as an exchange would); an app that cannot take
+// the callback signs in this way. The verifier alone proves only that the
+// caller started the sign-in, not that the approver meant that caller: an
+// approval without the code says callback_only and never hands tokens out
+// here.
 func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 	verifier := r.URL.Query().Get("code_verifier")
 	p := perch.Problems{}
@@ -207,8 +283,8 @@ func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if d.Status == perch.DeviceApproved {
-		res, err := s.exchangeDevice(r.Context(), d)
+	if d.CheckExchangeable(true) == nil {
+		res, err := s.exchangeDevice(r.Context(), d, true)
 		switch perch.ErrorCode(err) {
 		case "":
 			return respond(w, http.StatusOK, deviceStatusAnswer{Status: perch.DeviceApproved, authResponse: res})
@@ -223,10 +299,13 @@ func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out := deviceStatusAnswer{Status: d.Status}
-	if d.Status == perch.DeviceExchanged {
+	switch {
+	case d.Status == perch.DeviceExchanged:
 		// The API keeps to the four states of the flow; exchanged is
 		// approved with the tokens already handed out.
 		out = deviceStatusAnswer{Status: perch.DeviceApproved, Exchanged: true}
+	case d.Status == perch.DeviceApproved && !d.UserCodeConfirmed:
+		out.CallbackOnly = true
 	}
 	return respond(w, http.StatusOK, out)
 }
@@ -244,10 +323,11 @@ func (s *Server) deviceSessionFor(ctx context.Context, id, verifier string) (*pe
 	return d, nil
 }
 
-// exchangeDevice spends the approved sign-in d and starts a session for the
-// user who approved it. Of racing callers one wins; the rest get ECONFLICT.
-func (s *Server) exchangeDevice(ctx context.Context, d *perch.DeviceSession) (*authResponse, error) {
-	if err := s.store.ExchangeDeviceSession(ctx, d.ID); err != nil {
+// exchangeDevice spends the approved sign-in d, for a status poll when
+// polled, and starts a session for the user who approved it. Of racing
+// callers one wins; the rest get ECONFLICT.
+func (s *Server) exchangeDevice(ctx context.Context, d *perch.DeviceSession, polled bool) (*authResponse, error) {
+	if err := s.store.ExchangeDeviceSession(ctx, d.ID, polled); err != nil {
 		return nil, err
 	}
 	u, err := s.store.User(ctx, d.UserID)

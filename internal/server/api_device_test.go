@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ type deviceApp struct {
 	port     int
 	verifier string
 	session  string
+	userCode string // BCDF-GHJK, as the app shows it
 }
 
 // newVerifier returns a fresh code verifier: 32 random bytes, base64url.
@@ -36,28 +38,52 @@ func newVerifier() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// startDevice starts a sign-in the way the app does and checks the answer.
-func (a *api) startDevice(port int) *deviceApp {
+// userCodeForm is the form of a user code as the server hands it out.
+var userCodeForm = regexp.MustCompile(`^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`)
+
+// startDevice starts a sign-in the way the app does and checks the answer;
+// extra are more query parameters, in pairs, and headers ("RemoteAddr" too).
+func (a *api) startDevice(port int, extra ...string) *deviceApp {
 	a.t.Helper()
 	app := &deviceApp{port: port, verifier: newVerifier()}
 	q := url.Values{"port": {strconv.Itoa(port)}, "code_challenge": {perch.S256Challenge(app.verifier)}, "code_challenge_method": {"S256"}}
-	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, "Accept", "application/json"), 200).data()
+	headers := []string{"Accept", "application/json"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i] == "RemoteAddr" {
+			headers = append(headers, extra[i], extra[i+1])
+		} else {
+			q.Set(extra[i], extra[i+1])
+		}
+	}
+	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).data()
 	app.session, _ = d["session_id"].(string)
+	app.userCode, _ = d["user_code"].(string)
 	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
 		a.t.Fatalf("session_id = %v", d["session_id"])
 	}
-	if d["verification_url"] != "http://perch.test/device?session_id="+app.session || d["expires_in"] != 600.0 {
+	if d["verification_url"] != "http://perch.test/device?session_id="+app.session || d["expires_in"] != 600.0 || !userCodeForm.MatchString(app.userCode) {
 		a.t.Fatalf("authorize = %v", d)
 	}
 	return app
 }
 
-// approve has acc approve app's sign-in with JSON and returns the code the
-// callback URL carries.
+// approve has acc approve app's sign-in with JSON, without typing the user
+// code, and returns the code the callback URL carries.
 func (a *api) approve(acc *account, app *deviceApp) string {
 	a.t.Helper()
-	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, map[string]string{"session_id": app.session}), 200).data()
-	if d["status"] != "approved" {
+	return a.approveWithCode(acc, app, "")
+}
+
+// approveWithCode has acc approve app's sign-in with JSON, typing userCode
+// (none when ""), and returns the code the callback URL carries.
+func (a *api) approveWithCode(acc *account, app *deviceApp, userCode string) string {
+	a.t.Helper()
+	body := map[string]string{"session_id": app.session}
+	if userCode != "" {
+		body["user_code"] = userCode
+	}
+	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, body), 200).data()
+	if d["status"] != "approved" || d["user_code_confirmed"] != (userCode != "") {
 		a.t.Fatalf("complete = %v", d)
 	}
 	q := app.callback(a.t, d["redirect_url"].(string))
@@ -141,6 +167,11 @@ func TestDeviceSignIn(t *testing.T) {
 			t.Fatalf("status = %v", st)
 		}
 		code := a.approve(ada, app)
+		// Approved without the user code: the poll is told to wait for the
+		// callback, and gets no tokens.
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "approved" || st["callback_only"] != true || len(st) != 2 {
+			t.Fatalf("status after an approval without the code = %v", st)
+		}
 		res := expect(t, a.exchange(app, code, app.verifier), 200)
 		a.wantSignedIn(res.data(), ada)
 
@@ -263,9 +294,9 @@ func TestDeviceStatusPolling(t *testing.T) {
 				t.Fatalf("status = %v", st)
 			}
 		}
-		code := a.approve(ada, app)
+		code := a.approveWithCode(ada, app, app.userCode)
 		st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
-		if st["status"] != "approved" || st["exchanged"] != nil {
+		if st["status"] != "approved" || st["exchanged"] != nil || st["callback_only"] != nil {
 			t.Fatalf("first status after approval = %v", st)
 		}
 		a.wantSignedIn(st, ada)
@@ -285,7 +316,7 @@ func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		code := a.approve(ada, app)
+		code := a.approveWithCode(ada, app, app.userCode)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -390,7 +421,7 @@ func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		a.approve(ada, app)
+		a.approveWithCode(ada, app, app.userCode)
 		wantField(t, expect(t, a.call("GET", "/api/v1/auth/device/status/"+app.session, "", nil), 400), "code_verifier")
 		wantField(t, expect(t, a.deviceStatus(app, "short"), 400), "code_verifier")
 		if res := expect(t, a.deviceStatus(app, newVerifier()), 400); strings.Contains(res.Raw, "access_token") {

@@ -81,6 +81,21 @@ func (s *Server) grantsChanged(ctx context.Context, userID string) {
 	}
 }
 
+// revoked ends, on every instance, the WebSockets opened with the sign-ins
+// and API tokens of userID that were just revoked. This instance's are
+// ended at once, whether or not the message can be published.
+func (s *Server) revoked(ctx context.Context, userID string, sessions, apiTokens []string) {
+	if userID == "" || len(sessions)+len(apiTokens) == 0 {
+		return
+	}
+	m := perch.FanoutMessage{Kind: perch.FanoutRevoked, UserID: userID, Sessions: sessions, APITokens: apiTokens}
+	s.hub.Deliver(m)
+	if err := s.fanout.Publish(context.WithoutCancel(ctx), m); err != nil {
+		s.log.Error("publishing a revocation failed; other instances end those WebSockets when fan-out resyncs",
+			"user", userID, "err", err)
+	}
+}
+
 // tokensChanged makes every instance look webhook tokens up afresh, after a
 // token was deleted or its creator's role changed.
 func (s *Server) tokensChanged(ctx context.Context) {

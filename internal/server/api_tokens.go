@@ -17,6 +17,9 @@ func (s *Server) listAPITokens(w http.ResponseWriter, r *http.Request) error {
 
 // createAPIToken answers with the raw token, the only time it is shown.
 func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
+	if err := signedInToMint(r, "API tokens"); err != nil {
+		return err
+	}
 	var in struct {
 		Label string `json:"label"`
 	}
@@ -50,16 +53,22 @@ func (s *Server) updateAPIToken(w http.ResponseWriter, r *http.Request) error {
 		}
 		in.Label = &label
 	}
-	k, err := s.store.UpdateAPIToken(r.Context(), principal(r).User.ID, r.PathValue("id"), perch.APITokenUpdate{Label: in.Label, IsActive: in.IsActive})
+	u := principal(r).User
+	k, err := s.store.UpdateAPIToken(r.Context(), u.ID, r.PathValue("id"), perch.APITokenUpdate{Label: in.Label, IsActive: in.IsActive})
 	if err != nil {
 		return err
+	}
+	if !k.IsActive {
+		s.revoked(r.Context(), u.ID, nil, []string{k.ID})
 	}
 	return respond(w, http.StatusOK, k)
 }
 
 func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteAPIToken(r.Context(), principal(r).User.ID, r.PathValue("id")); err != nil {
+	u, id := principal(r).User, r.PathValue("id")
+	if err := s.store.DeleteAPIToken(r.Context(), u.ID, id); err != nil {
 		return err
 	}
+	s.revoked(r.Context(), u.ID, nil, []string{id})
 	return noContent(w)
 }

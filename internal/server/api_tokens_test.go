@@ -102,3 +102,23 @@ func TestAnotherUsersTokenIsNotFound(t *testing.T) {
 		expect(t, a.call("GET", "/api/v1/users/me", ada.Token, nil), 200)
 	})
 }
+
+// TestAnAPITokenCannotMakeCredentials: what a token made would outlive the
+// token's deletion, so only a signed-in person makes tokens.
+func TestAnAPITokenCannotMakeCredentials(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		a.apiToken(ada, "script")
+		expect(t, a.call("POST", "/api/v1/tokens", ada.Token, map[string]string{"label": "child"}), 403)
+		expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Token, map[string]string{"label": "child", "sender": "inbound", "scope": "user"}), 403)
+		if got := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).list(); len(got) != 1 {
+			t.Fatalf("%d API tokens, want only the one made by signing in", len(got))
+		}
+		if got := expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list(); len(got) != 0 {
+			t.Fatalf("%d webhook tokens were made with an API token", len(got))
+		}
+		// Listing, renaming and deleting stay open to a token.
+		expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Token, nil), 200)
+	})
+}

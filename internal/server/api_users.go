@@ -74,9 +74,11 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		res.PendingEmail = email
 	}
 	if in.Password != nil {
-		if err := s.store.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID); err != nil {
+		revoked, err := s.store.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID)
+		if err != nil {
 			return err
 		}
+		s.revoked(r.Context(), u.ID, revoked, nil)
 	}
 	if in.Name != nil {
 		updated, err := s.store.SetUserName(r.Context(), u.ID, *in.Name)

@@ -82,3 +82,23 @@ func TestFeatures(t *testing.T) {
 		expect(t, a.call("GET", "/api/v1/users/me/features", "", nil), 401)
 	})
 }
+
+// TestAdminByAddressNeedsTheAddressVerified: whoever registers an address
+// listed in PERCH_ADMIN_EMAILS first is not admin until the mail to it is
+// answered.
+func TestAdminByAddressNeedsTheAddressVerified(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		root := a.register("Root") // root@example.com is listed
+		me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).data()
+		if me["is_admin"] != false {
+			t.Fatalf("an unverified listed address is admin: %v", me)
+		}
+		expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "x"}), 403)
+		a.verifyEmail(root)
+		if me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).data(); me["is_admin"] != true {
+			t.Fatalf("a verified listed address is not admin: %v", me)
+		}
+		expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "x"}), 201)
+	})
+}

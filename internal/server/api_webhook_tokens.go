@@ -19,6 +19,9 @@ func (s *Server) listWebhookTokens(w http.ResponseWriter, r *http.Request) error
 // createWebhookToken answers with the raw token and the full receiver URL,
 // the only time either is shown.
 func (s *Server) createWebhookToken(w http.ResponseWriter, r *http.Request) error {
+	if err := signedInToMint(r, "webhook tokens"); err != nil {
+		return err
+	}
 	var in struct {
 		Label  string `json:"label"`
 		Sender string `json:"sender"`

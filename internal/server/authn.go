@@ -68,11 +68,10 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 	p := &perch.Principal{}
 	switch {
 	case strings.HasPrefix(raw, perch.AccessTokenPrefix):
-		u, sessionID, err := s.store.AccessPrincipal(ctx, hash)
-		if err != nil {
+		var err error
+		if p, err = s.store.AccessPrincipal(ctx, hash); err != nil {
 			return nil, err
 		}
-		p.User, p.SessionID = u, sessionID
 	case strings.HasPrefix(raw, perch.APITokenPrefix):
 		u, k, err := s.store.APITokenPrincipal(ctx, hash)
 		if err != nil {
@@ -91,10 +90,24 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 	return p, nil
 }
 
+// signedInToMint refuses a request made with an API token: a credential
+// must not make credentials that outlive it (an API token's deletion would
+// leave what it made behind), so API and webhook tokens and desktop
+// sign-ins are made by people signed in, never by a token.
+func signedInToMint(r *http.Request, what string) error {
+	if principal(r).APITokenID != "" {
+		return perch.Errorf(perch.EFORBIDDEN, "An API token cannot create %s; sign in (the dashboard, or perch login) to create one.", what)
+	}
+	return nil
+}
+
 // perUser applies the per-user limit of authenticated endpoints.
 func (s *Server) perUser(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return "user:" + principal(r).User.ID })
+	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return userKey(principal(r).User.ID) })
 }
+
+// userKey is the key of a user's rate limit.
+func userKey(id string) string { return "user:" + id }
 
 // perIP applies the per-client-IP limit of the sign-in endpoints.
 func (s *Server) perIP(next http.Handler) http.Handler {
@@ -105,7 +118,7 @@ func (s *Server) perIP(next http.Handler) http.Handler {
 // limit. Every limited response carries the X-RateLimit-* headers.
 func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Request) string) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.allowRate(w, r, l, key(r)); err != nil {
+		if err := s.allowRate(w, r, l, key(r), 1); err != nil {
 			return err
 		}
 		next.ServeHTTP(w, r)
@@ -113,10 +126,11 @@ func (s *Server) rateLimited(next http.Handler, l perch.Limit, key func(*http.Re
 	})
 }
 
-// allowRate counts one request against key, sets the X-RateLimit-* headers
-// and returns a rate_limited error past the limit.
-func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, l perch.Limit, key string) error {
-	res, err := s.limiter.Allow(r.Context(), key, l)
+// allowRate counts n units (requests, or an anonymous delivery's
+// notifications) against key, sets the X-RateLimit-* headers and returns a
+// rate_limited error past the limit.
+func (s *Server) allowRate(w http.ResponseWriter, r *http.Request, l perch.Limit, key string, n int) error {
+	res, err := s.limiter.Allow(r.Context(), key, l, n)
 	if err != nil {
 		// A broken limiter must not take the API down with it.
 		s.log.Warn("rate limiter unavailable; request allowed", "err", err, "request_id", requestID(r))

@@ -73,6 +73,7 @@ var authzCases = []authzCase{
 	{"GET", "/api/v1/auth/device/authorize?port=8080&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/auth/device/status/{deviceSession}?code_verifier={deviceVerifier}", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"POST", "/api/v1/auth/device/exchange", map[string]string{"session_id": "{deviceSession}", "code": "dvc_x", "code_verifier": "{deviceVerifier}"}, [6]int{409, 409, 409, 409, 409, 409}},
+	{"GET", "/api/v1/auth/device/requests/{deviceSession}", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"POST", "/api/v1/auth/device/complete", map[string]string{"session_id": "{deviceSession}"}, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/users/me", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"PATCH", "/api/v1/users/me", map[string]string{"name": "Renamed"}, [6]int{401, 200, 200, 200, 200, 200}},

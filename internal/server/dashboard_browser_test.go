@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -156,9 +157,12 @@ func TestDashboardInTheBrowser(t *testing.T) {
 }
 
 // TestDeviceSignInInTheBrowser signs the desktop app in: the app (this test)
-// listens on a loopback port and starts a sign-in; the user approves it on
-// the dashboard; the browser brings the code to the app's port; the app
-// exchanges it, with its verifier, for a session.
+// listens on a loopback port and starts a sign-in; the user sees on the
+// dashboard what is asking and approves it; the browser brings the code to
+// the app's port; the app exchanges it, with its verifier, for a session.
+// Approved without the user code, the status poll gets no tokens; a second
+// sign-in is approved with the code (after a wrong one is refused), and
+// then the poll does.
 func TestDeviceSignInInTheBrowser(t *testing.T) {
 	_, base := liveDashboard(t)
 	b := newChrome(t, base)
@@ -187,52 +191,95 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 	t.Cleanup(func() { app.Close() })
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	// The code verifier: 32 random bytes, base64url, 43 characters of the
-	// unreserved set (RFC 7636 §4.1); the challenge is its S256.
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	verifier := base64.RawURLEncoding.EncodeToString(raw)
-	sum := sha256.Sum256([]byte(verifier))
-	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
-
-	var start struct {
+	type start struct {
+		SessionID       string `json:"session_id"`
+		VerificationURL string `json:"verification_url"`
+		UserCode        string `json:"user_code"`
+	}
+	// startSignIn starts a sign-in as the app does, with a fresh verifier:
+	// 32 random bytes, base64url, 43 characters of the unreserved set
+	// (RFC 7636 §4.1); the challenge is its S256.
+	startSignIn := func() (start, string) {
+		raw := make([]byte, 32)
+		rand.Read(raw)
+		verifier := base64.RawURLEncoding.EncodeToString(raw)
+		sum := sha256.Sum256([]byte(verifier))
+		challenge := base64.RawURLEncoding.EncodeToString(sum[:])
+		var res struct{ Data start }
+		authorize := base + "/api/v1/auth/device/authorize?" + url.Values{
+			"port": {strconv.Itoa(port)}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}, "client_name": {"perch CLI on the test machine"},
+		}.Encode()
+		httpJSON(t, http.MethodGet, authorize, "", nil, http.StatusOK, &res)
+		if res.Data.SessionID == "" || res.Data.VerificationURL != base+"/device?session_id="+url.QueryEscape(res.Data.SessionID) || len(res.Data.UserCode) != 9 {
+			t.Fatalf("authorize answered %+v", res.Data)
+		}
+		return res.Data, verifier
+	}
+	waitCallback := func(sessionID string) callback {
+		t.Helper()
+		var cb callback
+		select {
+		case cb = <-got:
+		case <-time.After(browserStepTimeout):
+			t.Fatalf("the app's callback was not called within %s\n%s", browserStepTimeout, b.where())
+		}
+		if cb.sessionID != sessionID || cb.code == "" || cb.errorCode != "" {
+			t.Fatalf("callback got session_id %q code %q error %q; want session %q and a code", cb.sessionID, cb.code, cb.errorCode, sessionID)
+		}
+		b.do("wait for the app's page", waitVisible("body"))
+		if text := b.text("body"); text != "You can close this window" {
+			t.Errorf("after approving, the browser shows %q, want the app's page", text)
+		}
+		return cb
+	}
+	type status struct {
 		Data struct {
-			SessionID       string `json:"session_id"`
-			VerificationURL string `json:"verification_url"`
+			Status       string `json:"status"`
+			CallbackOnly bool   `json:"callback_only"`
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
 		} `json:"data"`
 	}
-	authorize := base + "/api/v1/auth/device/authorize?" + url.Values{
-		"port": {strconv.Itoa(port)}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
-	}.Encode()
-	httpJSON(t, http.MethodGet, authorize, "", nil, http.StatusOK, &start)
-	if start.Data.SessionID == "" || start.Data.VerificationURL != base+"/device?session_id="+url.QueryEscape(start.Data.SessionID) {
-		t.Fatalf("authorize answered session %q, verification URL %q", start.Data.SessionID, start.Data.VerificationURL)
+	poll := func(sessionID, verifier string) status {
+		var st status
+		httpJSON(t, http.MethodGet, base+"/api/v1/auth/device/status/"+sessionID+"?code_verifier="+verifier, "", nil, http.StatusOK, &st)
+		return st
+	}
+	const email = "grace.hopper@example.com"
+	signedInAs := func(access string) {
+		t.Helper()
+		var me struct {
+			Data struct {
+				Email string `json:"email"`
+			} `json:"data"`
+		}
+		httpJSON(t, http.MethodGet, base+"/api/v1/users/me", access, nil, http.StatusOK, &me)
+		if me.Data.Email != email {
+			t.Errorf("the app is signed in as %q, want %q", me.Data.Email, email)
+		}
 	}
 
-	const email = "grace.hopper@example.com"
+	first, verifier := startSignIn()
 	b.signUp("Grace Hopper", email, "correct horse battery")
-	b.do("open the verification page", chromedp.Navigate(start.Data.VerificationURL), waitVisible(`button[value="approve"]`))
+	b.do("open the verification page", chromedp.Navigate(first.VerificationURL), waitVisible(`button[value="approve"]`))
 	if who := b.text(".lead"); !strings.Contains(who, email) {
 		t.Errorf("the approval page names %q, want the signed-in %s", who, email)
 	}
+	if name, ip, when := b.text("#device-client"), b.text("#device-ip"), b.text("#device-time"); name != "perch CLI on the test machine" || ip != "127.0.0.1" || !strings.HasSuffix(when, "UTC") {
+		t.Errorf("the approval page shows app %q, address %q, time %q", name, ip, when)
+	}
+	if page := b.text("main"); strings.Contains(page, first.UserCode) || strings.Contains(page, strings.ReplaceAll(first.UserCode, "-", "")) {
+		t.Errorf("the approval page shows the user code %s", first.UserCode)
+	}
 	b.checkPage("device")
 	b.screenshot("device")
-	b.click(`button[value="approve"]`)
+	b.click(`button[value="approve"]`) // without the code
+	cb := waitCallback(first.SessionID)
 
-	var cb callback
-	select {
-	case cb = <-got:
-	case <-time.After(browserStepTimeout):
-		t.Fatalf("the app's callback was not called within %s\n%s", browserStepTimeout, b.where())
+	// Approved without the code: the poll is told to wait for the callback.
+	if st := poll(first.SessionID, verifier); st.Data.Status != "approved" || !st.Data.CallbackOnly || st.Data.AccessToken != "" {
+		t.Fatalf("status after an approval without the code = %+v", st.Data)
 	}
-	if cb.sessionID != start.Data.SessionID || cb.code == "" || cb.errorCode != "" {
-		t.Fatalf("callback got session_id %q code %q error %q; want session %q and a code", cb.sessionID, cb.code, cb.errorCode, start.Data.SessionID)
-	}
-	b.do("wait for the app's page", waitVisible("body"))
-	if text := b.text("body"); text != "You can close this window" {
-		t.Errorf("after approving, the browser shows %q, want the app's page", text)
-	}
-
 	var session struct {
 		Data struct {
 			AccessToken  string `json:"access_token"`
@@ -244,16 +291,31 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 	if session.Data.AccessToken == "" || session.Data.RefreshToken == "" {
 		t.Fatalf("the exchange gave access token %q, refresh token %q", session.Data.AccessToken, session.Data.RefreshToken)
 	}
-	var me struct {
-		Data struct {
-			Email string `json:"email"`
-		} `json:"data"`
+	signedInAs(session.Data.AccessToken)
+
+	// With the code: a wrong one is refused on the page, the right one lets
+	// the app poll.
+	second, verifier := startSignIn()
+	b.do("open the verification page", chromedp.Navigate(second.VerificationURL), waitVisible("#user_code"))
+	b.fill("#user_code", "ZZZZ-ZZZZ")
+	b.click(`button[value="approve"]`)
+	b.do("wait for the problem", waitVisible(".field.invalid .problem"))
+	if got, want := b.location(), base+"/device"; got != want {
+		t.Errorf("after a wrong code the browser is on %s, want %s", got, want)
 	}
-	httpJSON(t, http.MethodGet, base+"/api/v1/users/me", session.Data.AccessToken, nil, http.StatusOK, &me)
-	if me.Data.Email != email {
-		t.Errorf("the app is signed in as %q, want %q", me.Data.Email, email)
+	b.checkPage("device with a wrong code")
+	b.screenshot("device-wrong-code")
+	evaluate[bool](b, `(document.querySelector("#user_code").value = "", true)`)
+	b.fill("#user_code", strings.ToLower(second.UserCode))
+	b.click(`button[value="approve"]`)
+	waitCallback(second.SessionID)
+	st := poll(second.SessionID, verifier)
+	if st.Data.Status != "approved" || st.Data.CallbackOnly || st.Data.AccessToken == "" || st.Data.RefreshToken == "" {
+		t.Fatalf("status after an approval with the code = %+v", st.Data)
 	}
-	checkConsole(t, b)
+	signedInAs(st.Data.AccessToken)
+	// The page that refused the wrong code came with status 400.
+	checkConsole(t, b, base+"/device: error: Failed to load resource: the server responded with a status of 400 (Bad Request)")
 }
 
 // TestExpiredSignInInTheBrowser: pages never see the refresh token, so an
@@ -336,14 +398,22 @@ func httpJSON(tb testing.TB, method, url, token string, body any, want int, out 
 }
 
 // checkConsole fails the test for script exceptions, errors and
-// Content-Security-Policy violations on Perch's pages.
-func checkConsole(t *testing.T, b *chrome) {
+// Content-Security-Policy violations on Perch's pages, but for each of
+// expected ("<url>: <message>") once: a form answered 400 on purpose, say.
+func checkConsole(t *testing.T, b *chrome, expected ...string) {
 	t.Helper()
 	for _, m := range b.consoleProblems() {
 		if !strings.HasPrefix(m.URL, b.base+"/") {
 			continue // not Perch's page (the app's callback page, say)
 		}
+		if i := slices.Index(expected, fmt.Sprintf("%s: %s", m.URL, m)); i >= 0 {
+			expected = slices.Delete(expected, i, i+1)
+			continue
+		}
 		t.Errorf("browser console on %s:%d: %s", m.URL, m.Line, m)
+	}
+	for _, e := range expected {
+		t.Errorf("browser console lacks the expected %s", e)
 	}
 }
 

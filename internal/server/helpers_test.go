@@ -56,19 +56,11 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	cfg.From = "Perch <perch@example.com>"
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	fan := fanout.NewLocal()
-	h := hub.New()
-	writer := ingest.New(s, fan, logger)
-	writerCtx, stopWriter := context.WithCancel(context.Background())
-	writerDone := make(chan struct{})
-	go func() { writer.Run(writerCtx); close(writerDone) }()
-	t.Cleanup(func() { stopWriter(); <-writerDone })
 	o := Options{
 		Store:              s,
 		Logger:             logger,
-		Fanout:             fan,
-		Hub:                h,
-		Ingest:             writer,
+		Fanout:             fanout.NewLocal(),
+		Hub:                hub.New(),
 		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
 		AnonymousBroadcast: true,
 		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
@@ -82,10 +74,17 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	for _, f := range adjust {
 		f(&o)
 	}
+	// The writer publishes to the fan-out the options settle on, which
+	// instances of one test may share.
+	o.Ingest = ingest.New(s, o.Fanout, logger)
+	writerCtx, stopWriter := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
+	t.Cleanup(func() { stopWriter(); <-writerDone })
 	srv := New(o)
 	srv.now = clock.Now
 	subCtx, unsubscribe := context.WithCancel(context.Background())
-	if err := fan.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
+	if err := o.Fanout.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close(context.Background()); unsubscribe() })
@@ -277,6 +276,13 @@ func (a *api) invite(by *account, name, role string) *account {
 	d := res.data()
 	u := d["user"].(map[string]any)
 	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
+}
+
+// verifyEmail follows the verification link mailed to acc.
+func (a *api) verifyEmail(acc *account) {
+	a.t.Helper()
+	token := a.mailedToken(acc.Email, "/verify-email")
+	expect(a.t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200)
 }
 
 // mailedToken waits for the next mail to `to` whose link opens path,

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -25,8 +26,18 @@ var bodyLimits = map[string]int64{
 	"/webhooks/github":    codeHostBodyLimit,
 }
 
-// limitBodies caps every request body; reading past the cap fails with an
-// *http.MaxBytesError that writeError turns into 413.
+// Time a request body has to arrive, once the headers are in (http.Server's
+// ReadHeaderTimeout covers those): senders post small bodies at once, so the
+// receivers' is short.
+const (
+	defaultBodyTimeout  = 30 * time.Second
+	receiverBodyTimeout = 10 * time.Second
+)
+
+// limitBodies caps every request body, in size and in the time it may take
+// to arrive. Reading past the cap fails with an *http.MaxBytesError that
+// writeError turns into 413; reading past the deadline fails, and bodyError
+// makes that a 400.
 func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit, ok := bodyLimits[r.URL.Path]
@@ -36,6 +47,14 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		if r.ContentLength > limit {
 			s.writeError(w, r, &http.MaxBytesError{Limit: limit})
 			return
+		}
+		if r.ContentLength != 0 { // a body, of known or unknown length
+			timeout := s.opts.BodyTimeout
+			if strings.HasPrefix(r.URL.Path, "/webhooks/") {
+				timeout = s.opts.ReceiverBodyTimeout
+			}
+			// Not every ResponseWriter can (httptest's cannot); they need not.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/perch-dev/perch"
@@ -110,8 +111,8 @@ func decode(r *http.Request, v any) error {
 	if err == nil {
 		return nil
 	}
-	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return mbe
+	if berr := bodyError(err); berr != nil {
+		return berr
 	}
 	switch e := err.(type) {
 	case *json.SyntaxError:
@@ -127,6 +128,23 @@ func decode(r *http.Request, v any) error {
 		return perch.Errorf(perch.EBADREQUEST, "The body is empty; a JSON object is expected.")
 	}
 	return perch.Errorf(perch.EBADREQUEST, "The body is not valid JSON.")
+}
+
+// bodyError says what went wrong reading a request body when it was the
+// client's doing: a body over the limit (413), cut off before its declared
+// length, or not sent within the read timeout (400). It is nil for any
+// other error.
+func bodyError(err error) error {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return mbe
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return perch.Errorf(perch.EBADREQUEST, "The request body ended before its declared length.")
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return perch.Errorf(perch.EBADREQUEST, "The request body was not sent in time.")
+	}
+	return nil
 }
 
 func jsonKind(goKind string) string {

@@ -28,6 +28,7 @@ func (s *Server) routes() {
 
 	// Desktop sign-in (device/PKCE flow).
 	m.Handle("GET /api/v1/auth/device/authorize", s.perIP(s.handle(s.deviceAuthorize)))
+	m.Handle("GET /api/v1/auth/device/requests/{session_id}", s.signedIn(s.deviceRequestInfo))
 	m.Handle("POST /api/v1/auth/device/complete", s.signedIn(s.deviceComplete))
 	m.Handle("POST /api/v1/auth/device/exchange", s.perIP(s.handle(s.deviceExchange)))
 	m.Handle("GET /api/v1/auth/device/status/{session_id}", s.devicePolling(s.handle(s.deviceStatus)))
@@ -106,6 +107,7 @@ func (s *Server) routes() {
 	m.Handle("GET /invitations/accept", d.Public(d.AcceptInvitationPage))
 	m.Handle("POST /invitations/accept", d.Private(d.AcceptInvitation))
 	m.Handle("GET /device", d.Private(d.DevicePage))
+	m.Handle("POST /device", d.Private(d.AnswerDevice))
 	m.Handle("GET /notifications", d.Private(d.Notifications))
 	m.Handle("GET /webhook-tokens", d.Private(d.WebhookTokens))
 	m.Handle("POST /webhook-tokens", d.Private(d.CreateWebhookToken))

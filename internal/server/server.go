@@ -5,12 +5,12 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +25,10 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/web"
 )
+
+// DefaultMaxDeliveryNotifications is how many notifications one delivery may
+// make unless configured otherwise.
+const DefaultMaxDeliveryNotifications = 100
 
 // Options are a Server's dependencies and settings.
 type Options struct {
@@ -55,9 +59,15 @@ type Options struct {
 	PasswordParams auth.Params
 
 	AnonymousBroadcast bool        // token-less receiver calls broadcast (else 401)
-	BroadcastLimit     perch.Limit // per client IP, on token-less receiver calls
-	GitHubSecret       string      // checks X-Hub-Signature-256 when set
-	PagerDutySecret    string      // checks X-PagerDuty-Signature when set
+	BroadcastLimit     perch.Limit // per client IP, on the notifications of token-less receiver calls
+	// MaxDeliveryNotifications caps the notifications one delivery may make
+	// (a PagerDuty V2 delivery carries a list); 0 means the default, 100.
+	MaxDeliveryNotifications int
+	// How long a request body may take to arrive once the headers are in:
+	// on the receivers, and elsewhere. 0 means the defaults, 10 s and 30 s.
+	ReceiverBodyTimeout, BodyTimeout time.Duration
+	GitHubSecret                     string // checks X-Hub-Signature-256 when set
+	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
 }
 
 // Server is Perch's HTTP handler.
@@ -78,6 +88,7 @@ type Server struct {
 	ingest  *ingest.Writer
 	sockets sync.WaitGroup // WebSocket connections being served
 	tokens  *tokenCache    // webhook tokens by hash
+	replays replaySlots    // WebSocket replays under way, per user
 	web     *web.Dashboard
 	prom    http.Handler      // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte // SHA-256 of MetricsToken
@@ -88,6 +99,11 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = prometheus.NewRegistry()
 	}
+	if o.MaxDeliveryNotifications <= 0 {
+		o.MaxDeliveryNotifications = DefaultMaxDeliveryNotifications
+	}
+	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
+	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
 	s := &Server{
 		store:   o.Store,
 		log:     o.Logger,
@@ -136,7 +152,9 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-// isAdmin reports whether u is a platform admin.
+// isAdmin reports whether u is a platform admin: granted in the store
+// (perch admin grant), or listed in PERCH_ADMIN_EMAILS with the address
+// verified, so that registering a listed address first is not enough.
 func (s *Server) isAdmin(u *perch.User) bool {
-	return u.IsAdmin || s.admins[strings.ToLower(u.Email)]
+	return u.IsAdmin || u.EmailVerified && s.admins[perch.NormalizeEmail(u.Email)]
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,15 +20,15 @@ import (
 type parser func(h http.Header, body []byte) (senders.Result, error)
 
 // receiver serves one sender's webhook: it authenticates the token (or, with
-// none, broadcasts when that is allowed), checks the sender's signature,
-// parses, stores durably, and only then answers 200.
+// none, broadcasts when that is allowed) before reading the body, checks the
+// sender's signature, parses, stores durably, and only then answers 200.
 func (s *Server) receiver(sender string, parse parser) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		body, err := readBody(r)
-		if err != nil {
-			return err // over the size limit: 413
-		}
 		scope, tokenID, err := s.webhookAudience(w, r, sender)
+		if err != nil {
+			return err
+		}
+		body, err := readBody(r)
 		if err != nil {
 			return err
 		}
@@ -40,6 +42,9 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 		if res.Ignored != "" {
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: res.Ignored})
 			return nil
+		}
+		if err := s.allowNotifications(w, r, scope, len(res.Events)); err != nil {
+			return err
 		}
 		batch := make([]store.NewNotification, len(res.Events))
 		idem := r.Header.Get("Idempotency-Key")
@@ -82,16 +87,33 @@ type receipt struct {
 	Ignored   string   `json:"ignored,omitempty"`
 }
 
+// allowNotifications bounds what one delivery may make: at most
+// MaxDeliveryNotifications notifications, whatever the sender and scope, and
+// an anonymous broadcast counts every notification against its address's
+// limit (webhookAudience counted the first), since each reaches every user.
+func (s *Server) allowNotifications(w http.ResponseWriter, r *http.Request, scope perch.Scope, n int) error {
+	if max := s.opts.MaxDeliveryNotifications; n > max {
+		return perch.Errorf(perch.ETOOLARGE, "This delivery would make %d notifications; one delivery may make at most %d. Send them in smaller batches.", n, max)
+	}
+	if scope.Type == perch.ScopeAll && n > 1 {
+		return s.allowRate(w, r, s.opts.BroadcastLimit, broadcastKey(s.clientIP(r)), n-1)
+	}
+	return nil
+}
+
+func broadcastKey(ip netip.Addr) string { return "broadcast-ip:" + ip.String() }
+
 // webhookAudience decides who a delivery is for, from its token. Without a
 // token the delivery is a broadcast to everyone, when the server allows that,
-// and limited per client IP.
+// and limited per client IP (here, by one notification; allowNotifications
+// counts the rest once the delivery is parsed).
 func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, sender string) (perch.Scope, string, error) {
 	raw := queryValue(r.URL, "token")
 	if raw == "" {
 		if !s.opts.AnonymousBroadcast {
 			return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "A webhook token is required: add ?token=whk_… to the URL.")
 		}
-		if err := s.allowRate(w, r, s.opts.BroadcastLimit, "broadcast-ip:"+s.clientIP(r).String()); err != nil {
+		if err := s.allowRate(w, r, s.opts.BroadcastLimit, broadcastKey(s.clientIP(r)), 1); err != nil {
 			return perch.Scope{}, "", err
 		}
 		// Anonymous redeliveries are recognised per client address, so one
@@ -142,11 +164,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	if n := r.ContentLength; n > 0 && n <= 64<<10 {
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
+			return nil, cmp.Or(bodyError(err), err)
 		}
 		return body, nil
 	}
-	return io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, cmp.Or(bodyError(err), err)
+	}
+	return body, nil
 }
 
 // queryValue is u.Query().Get(key) without building the whole map, for the

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +28,77 @@ const (
 	wsWriteTimeout = 10 * time.Second
 	wsReadLimit    = 64 << 10
 	replayPage     = 500
+	// Replays (?since=) one user may have under way at once on an
+	// instance, and how long a further one waits for its turn before it is
+	// refused. A client replays once per connection, so two keep up with a
+	// user's devices reconnecting together; more at once would only make
+	// the server read and send history over and over.
+	wsReplaysPerUser = 2
+	wsReplayWait     = 10 * time.Second
 )
+
+// replaySlots bounds the replays under way per user.
+type replaySlots struct {
+	mu    sync.Mutex
+	users map[string]*userReplays
+	wait  time.Duration // 0: wsReplayWait
+}
+
+type userReplays struct {
+	sem  chan struct{} // a token per replay under way
+	refs int           // replays under way or waiting
+}
+
+// acquire waits for one of user's replay slots, for as long as ctx and the
+// wait allow; past that it is rate_limited.
+func (rs *replaySlots) acquire(ctx context.Context, user string) error {
+	rs.mu.Lock()
+	if rs.users == nil {
+		rs.users = map[string]*userReplays{}
+	}
+	u := rs.users[user]
+	if u == nil {
+		u = &userReplays{sem: make(chan struct{}, wsReplaysPerUser)}
+		rs.users[user] = u
+	}
+	u.refs++
+	rs.mu.Unlock()
+
+	t := time.NewTimer(cmp.Or(rs.wait, wsReplayWait))
+	defer t.Stop()
+	select {
+	case u.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	rs.done(user, u)
+	return perch.Errorf(perch.ERATELIMITED, "%d replays of yours are under way; connect again once they are done.", wsReplaysPerUser)
+}
+
+// release gives back a slot that acquire gave.
+func (rs *replaySlots) release(user string) {
+	rs.mu.Lock()
+	u := rs.users[user]
+	rs.mu.Unlock()
+	<-u.sem
+	rs.done(user, u)
+}
+
+func (rs *replaySlots) done(user string, u *userReplays) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if u.refs--; u.refs == 0 {
+		delete(rs.users, user)
+	}
+}
+
+// underWay is how many users have replays under way or waiting.
+func (rs *replaySlots) underWay() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.users)
+}
 
 // closeStatus is how a connection is closed for each reason the hub drops a
 // client; all of them invite the client to reconnect.
@@ -34,6 +107,8 @@ var closeStatus = map[string]websocket.StatusCode{
 	hub.ReasonGrants:   websocket.StatusServiceRestart,
 	hub.ReasonShutdown: websocket.StatusGoingAway,
 	hub.ReasonLost:     websocket.StatusServiceRestart,
+	hub.ReasonRevoked:  websocket.StatusPolicyViolation,
+	hub.ReasonExpired:  websocket.StatusPolicyViolation,
 }
 
 // websocket serves GET /ws: authenticate (401 before any upgrade), join the
@@ -53,6 +128,17 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u := p.User
+	// A handshake is a request like any other, and a replay can be large.
+	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
+		return err
+	}
+	if since != "" {
+		if err := s.replays.acquire(r.Context(), u.ID); err != nil {
+			w.Header().Set("Retry-After", "1")
+			return err
+		}
+		defer s.replays.release(u.ID)
+	}
 	audience, err := s.store.Audience(r.Context(), u)
 	if err != nil {
 		return err
@@ -67,13 +153,23 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	// contexts for hours. The replay stops at its next write when the
 	// connection ends, and its queries are bounded by the page size.
 	ctx := context.Background()
-	so := &socket{s: s, conn: conn, out: up.out}
+	so := &socket{s: s, conn: conn, out: up.out, expires: p.ExpiresAt}
 	so.writing.Store(true) // the replay writes first; live frames wait
 	so.client = hub.NewClient(*audience, wsQueue, so.wake)
-	so.ping = time.AfterFunc(wsPingEvery, so.pingPeer)
+	so.client.SessionID, so.client.APITokenID = p.SessionID, p.APITokenID
+	so.ping = time.AfterFunc(so.untilTick(), so.tick)
 	s.sockets.Add(1)
 	s.hub.Add(so.client)
 	go so.read()
+
+	// A revocation published between authenticating and joining the hub
+	// found no client to end; looking again now that it is in the hub
+	// closes that window.
+	if _, err := s.principalFromRequest(r); err != nil {
+		so.client.Revoke()
+		so.drain() // the replay has not begun: this goroutine is the writer
+		return nil
+	}
 
 	if err := so.replay(ctx, audience, since); err != nil {
 		if !errors.Is(err, net.ErrClosed) {
@@ -98,6 +194,10 @@ type socket struct {
 	out    *batchWriter
 	client *hub.Client
 	ping   *time.Timer
+	// When the access token the connection was opened with ends (zero for
+	// an API token): the connection ends with it, and the client renews
+	// the token and reconnects.
+	expires time.Time
 
 	writing atomic.Bool // the replay or a drain goroutine is writing
 	// Owned by whoever is writing.
@@ -113,11 +213,10 @@ func (so *socket) replay(ctx context.Context, a *perch.Audience, since string) e
 	replayed, gap := 0, false
 	if since != "" {
 		var err error
-		if gap, err = st.ReplayGap(ctx, since); err != nil {
+		if so.last, gap, err = st.ReplayStart(ctx, since); err != nil {
 			return err
 		}
-		so.last, _ = store.ParseNotificationID(since)
-		for cursor := since; ; {
+		for cursor := strconv.FormatInt(so.last, 10); ; {
 			page, err := st.Notifications(ctx, a, cursor, replayPage)
 			if err != nil {
 				return err
@@ -209,9 +308,24 @@ func (so *socket) write(frames []hub.Frame) error {
 	return so.out.end()
 }
 
-// pingPeer runs on a timer: a peer that does not answer a ping in time is
-// gone, and its connection is closed.
-func (so *socket) pingPeer() {
+// untilTick is how long the timer waits: a ping period, or less when the
+// access token ends sooner.
+func (so *socket) untilTick() time.Duration {
+	d := wsPingEvery
+	if !so.expires.IsZero() {
+		d = min(d, so.expires.Sub(so.s.now()))
+	}
+	return max(d, 0)
+}
+
+// tick runs on the connection's one timer: it ends the connection when its
+// access token has expired, and otherwise pings; a peer that does not answer
+// a ping in time is gone, and its connection is closed.
+func (so *socket) tick() {
+	if !so.expires.IsZero() && !so.s.now().Before(so.expires) {
+		so.client.Expire()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wsPongWait)
 	err := so.conn.Ping(ctx)
 	cancel()
@@ -219,7 +333,7 @@ func (so *socket) pingPeer() {
 		so.conn.CloseNow()
 		return
 	}
-	so.ping.Reset(wsPingEvery)
+	so.ping.Reset(so.untilTick())
 }
 
 // read reads what the client sends (read receipts) and, by reading, lets

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -33,13 +32,35 @@ func (u *leanUpgrade) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var in io.Reader = conn
-	if n := brw.Reader.Buffered(); n > 0 { // a client may send frames right after the handshake
-		early, _ := brw.Reader.Peek(n)
-		in = io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn)
-	}
 	u.out.conn = conn
-	return conn, bufio.NewReadWriter(bufio.NewReaderSize(in, wsReadBuffer), bufio.NewWriterSize(u.out, wsWriteBuffer)), nil
+	// A client may send frames in the same write as its handshake: net/http
+	// has read them already. coder/websocket reads on from the connection
+	// Hijack returns (it resets the reader onto it), so the bytes must be
+	// in that connection, not only in the reader handed over.
+	if n := brw.Reader.Buffered(); n > 0 {
+		early, _ := brw.Reader.Peek(n)
+		conn = &earlyConn{Conn: conn, early: bytes.Clone(early)}
+	}
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, wsReadBuffer), bufio.NewWriterSize(u.out, wsWriteBuffer)), nil
+}
+
+// earlyConn is a connection whose first bytes were read before the upgrade;
+// it gives them back before reading on.
+type earlyConn struct {
+	net.Conn
+	early []byte
+}
+
+func (c *earlyConn) Read(p []byte) (int, error) {
+	if len(c.early) > 0 {
+		n := copy(p, c.early)
+		c.early = c.early[n:]
+		if len(c.early) == 0 {
+			c.early = nil
+		}
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }
 
 // batchWriter is what a connection's frames are written to. Between begin

@@ -79,10 +79,11 @@ func (s *Store) VerifyEmail(ctx context.Context, hash string) (*perch.User, erro
 }
 
 // ResetPassword spends a password-reset token, sets the new password hash and
-// signs out every session of the user. A link sent to an address the user no
-// longer has is EBADREQUEST.
-func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, error) {
+// signs out every session of the user, returning the ids of the sessions it
+// ended. A link sent to an address the user no longer has is EBADREQUEST.
+func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, []string, error) {
 	var userID string
+	var revoked []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var email string
 		var err error
@@ -96,13 +97,14 @@ func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*
 		if err := expectOne(res, err, "User"); err != nil {
 			return errBadEmailLink
 		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL`), now, userID)
+		revoked, err = s.revokeSessions(ctx, tx, userID, "", now)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.User(ctx, userID)
+	u, err := s.User(ctx, userID)
+	return u, revoked, err
 }
 
 // EmailInUse reports whether an account has the address.

@@ -517,21 +517,27 @@ func (s *Store) pruneNotificationsChunk(ctx context.Context, cutoffMS int64) (in
 	return n, err
 }
 
-// ReplayGap reports whether notifications after since may have been pruned
-// before the client could see them.
-func (s *Store) ReplayGap(ctx context.Context, since string) (bool, error) {
-	after, err := ParseNotificationID(since)
+// ReplayStart says where a replay that resumes after the notification id
+// since begins, and whether it has a gap. Notifications after since may have
+// been pruned before the client saw them: gap. An id newer than any this
+// server has given (another server's, or from before a database was
+// restored) would hide every notification up to it: the replay starts from
+// the oldest kept instead, also with a gap. Errors: EBADREQUEST for a
+// malformed id.
+func (s *Store) ReplayStart(ctx context.Context, since string) (after int64, gap bool, err error) {
+	if after, err = ParseNotificationID(since); err != nil {
+		return 0, false, err
+	}
+	var newest int64
+	var through sql.NullString
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT COALESCE((SELECT MAX(id) FROM notifications), 0),
+		(SELECT value FROM settings WHERE key = ?)`), settingPrunedThrough).Scan(&newest, &through)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	var v string
-	err = s.r.QueryRowContext(ctx, s.q(`SELECT value FROM settings WHERE key = ?`), settingPrunedThrough).Scan(&v)
-	if err == sql.ErrNoRows {
-		return false, nil
+	pruned, _ := strconv.ParseInt(through.String, 10, 64)
+	if after > max(newest, pruned) {
+		return 0, true, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	through, _ := strconv.ParseInt(v, 10, 64)
-	return after < through, nil
+	return after, after < pruned, nil
 }

@@ -44,7 +44,8 @@ func (s *Store) insertTokens(ctx context.Context, tx *sql.Tx, sessionID string, 
 // RotateRefresh spends the refresh token with hash oldHash and records the
 // new pair in its session. A token presented a second time means it leaked:
 // the whole session is revoked and EUNAUTHORIZED returned, as for an unknown,
-// expired or revoked token.
+// expired or revoked token; then userID and sessionID name the sign-in that
+// was revoked, so that the caller can end what it opened.
 func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionTokens) (userID, sessionID string, err error) {
 	now := s.now()
 	reused := false
@@ -75,7 +76,7 @@ func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionToke
 		return s.insertTokens(ctx, tx, sessionID, t, now)
 	})
 	if err == nil && reused {
-		err = perch.Errorf(perch.EUNAUTHORIZED, "The refresh token was already used; the sign-in has been revoked.")
+		return userID, sessionID, perch.Errorf(perch.EUNAUTHORIZED, "The refresh token was already used; the sign-in has been revoked.")
 	}
 	if err != nil {
 		return "", "", err
@@ -83,35 +84,61 @@ func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionToke
 	return userID, sessionID, nil
 }
 
-// RevokeSessionByRefresh ends the sign-in that the refresh token belongs to.
-// An unknown token is not an error: signing out twice is harmless.
-func (s *Store) RevokeSessionByRefresh(ctx context.Context, refreshHash string) error {
-	_, err := s.w.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ?
-		WHERE revoked_at IS NULL AND id = (SELECT session_id FROM session_tokens WHERE hash = ? AND kind = 'refresh')`),
-		ms(s.now()), refreshHash)
-	return err
+// RevokeSessionByRefresh ends the sign-in that the refresh token belongs to
+// and names it. An unknown token, or one of a sign-in already ended, is not
+// an error (signing out twice is harmless): the ids are then "".
+func (s *Store) RevokeSessionByRefresh(ctx context.Context, refreshHash string) (userID, sessionID string, err error) {
+	err = s.w.QueryRowContext(ctx, s.q(`UPDATE sessions SET revoked_at = ?
+		WHERE revoked_at IS NULL AND id = (SELECT session_id FROM session_tokens WHERE hash = ? AND kind = 'refresh')
+		RETURNING user_id, id`), ms(s.now()), refreshHash).Scan(&userID, &sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	return userID, sessionID, err
 }
 
-const accessPrincipal = `SELECT ` + userColumns + `, t.session_id
+// revokeSessions ends every live sign-in of userID except keep ("" for
+// none) and returns the ids of those it ended.
+func (s *Store) revokeSessions(ctx context.Context, tx *sql.Tx, userID, keep string, now int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL RETURNING id`),
+		now, userID, keep)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+const accessPrincipal = `SELECT ` + userColumns + `, t.session_id, t.expires_at
 	FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
 	WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL`
 
-// AccessPrincipal returns the user and session of a live access token, or
-// EUNAUTHORIZED when it is unknown, expired or its session revoked.
-func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.User, string, error) {
-	var sessionID string
+// AccessPrincipal returns the user, session and expiry of a live access
+// token, or EUNAUTHORIZED when it is unknown, expired or its session revoked.
+func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.Principal, error) {
+	p := &perch.Principal{}
+	var expires int64
 	st, err := s.prepared(ctx, s.r, accessPrincipal)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	u, err := scanUser(st.QueryRowContext(ctx, accessHash, ms(s.now())), &sessionID)
+	p.User, err = scanUser(st.QueryRowContext(ctx, accessHash, ms(s.now())), &p.SessionID, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", perch.Errorf(perch.EUNAUTHORIZED, "The access token is invalid or expired.")
+		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The access token is invalid or expired.")
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return u, sessionID, nil
+	p.ExpiresAt = fromMS(expires)
+	return p, nil
 }
 
 // PruneSessions deletes expired tokens, sessions that have no live token

@@ -117,18 +117,20 @@ func (s *Store) SetUserName(ctx context.Context, userID, name string) (*perch.Us
 }
 
 // SetPassword replaces a user's password hash and revokes every sign-in of
-// theirs except keepSession (which may be empty to revoke them all).
-func (s *Store) SetPassword(ctx context.Context, userID, hash, keepSession string) error {
+// theirs except keepSession (which may be empty to revoke them all); it
+// returns the ids of the sign-ins it revoked.
+func (s *Store) SetPassword(ctx context.Context, userID, hash, keepSession string) ([]string, error) {
 	now := ms(s.now())
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	var revoked []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`), hash, now, userID)
 		if err := expectOne(res, err, "User"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL`),
-			now, userID, keepSession)
+		revoked, err = s.revokeSessions(ctx, tx, userID, keepSession, now)
 		return err
 	})
+	return revoked, err
 }
 
 // GrantAdmin makes the account with the given e-mail address a platform admin.

@@ -32,6 +32,8 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
+	// rfc3339 is a time for machines (a <time datetime> attribute).
+	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// value is what was typed into a form field, to show it again.
 	"value": func(v view, name string) string { return v.Form.Get(name) },
 	// problem is what is wrong with a field, if anything.

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -149,9 +151,59 @@ func (d *Dashboard) AcceptInvitation(w http.ResponseWriter, r *http.Request, c *
 	return c.redirect("/org", "Welcome aboard: you have joined the organisation.")
 }
 
-// DevicePage asks the signed-in user to approve a desktop sign-in. Its form
-// posts to the API's device/complete, which redirects to the app's local
-// listener.
+// DevicePage asks the signed-in user to approve a desktop sign-in. It
+// shows what the app calls itself, when and from where it asked, and asks
+// for the code the app shows; it never shows that code, which the person
+// must read off their own app (docs/DESIGN.md, "Desktop sign-in: threat
+// model").
 func (d *Dashboard) DevicePage(w http.ResponseWriter, r *http.Request, c *call) error {
-	return c.page("device", view{Title: "Sign in to the Perch app", Form: url.Values{"session_id": {r.URL.Query().Get("session_id")}}})
+	v, err := deviceView(c, r.URL.Query().Get("session_id"))
+	if err != nil {
+		return err
+	}
+	return c.page("device", v)
+}
+
+// AnswerDevice approves (with the code typed, if any) or denies the
+// sign-in through the API, and sends the browser on to the app's loopback
+// callback; a wrong code shows the page again with the problem.
+func (d *Dashboard) AnswerDevice(w http.ResponseWriter, r *http.Request, c *call) error {
+	r.ParseForm()
+	f := r.PostForm
+	id := f.Get("session_id")
+	var approve bool
+	switch f.Get("action") {
+	case "", "approve":
+		approve = true
+	case "deny":
+	default:
+		return perch.Errorf(perch.EBADREQUEST, "Choose Approve or Deny.")
+	}
+	ans, err := c.api.AnswerDevice(r.Context(), id, approve, f.Get("user_code"))
+	if err != nil {
+		v, verr := deviceView(c, id)
+		if verr != nil {
+			return err
+		}
+		return c.formError("device", v, err)
+	}
+	// The address comes from the API, which only ever names the loopback
+	// callback; the dashboard must not become a redirector if it did not.
+	if !strings.HasPrefix(ans.RedirectURL, "http://127.0.0.1:") {
+		return fmt.Errorf("device sign-in: the API answered with the redirect %q", ans.RedirectURL)
+	}
+	http.Redirect(w, r, ans.RedirectURL, http.StatusSeeOther)
+	return nil
+}
+
+// deviceView is the approval page of the sign-in id.
+func deviceView(c *call, id string) (view, error) {
+	if strings.TrimSpace(id) == "" {
+		return view{}, perch.Errorf(perch.EBADREQUEST, "This link names no sign-in request; start again from the app.")
+	}
+	req, err := c.api.DeviceRequest(c.r.Context(), id)
+	if err != nil {
+		return view{}, err
+	}
+	return view{Title: "Sign in to the Perch app", Form: url.Values{"session_id": {id}}, Data: req}, nil
 }

@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,14 +132,14 @@ func TestAccessTokensExpire(t *testing.T) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
 		sid := session(t, s, u, "1")
-		got, gotSID, err := s.AccessPrincipal(ctx, "access-1")
-		if err != nil || got.ID != u.ID || gotSID != sid {
-			t.Fatalf("AccessPrincipal = %v, %q, %v", got, gotSID, err)
+		got, err := s.AccessPrincipal(ctx, "access-1")
+		if err != nil || got.User.ID != u.ID || got.SessionID != sid || !got.ExpiresAt.Equal(perch.Timestamp(clock.Now().Add(perch.AccessTokenTTL))) {
+			t.Fatalf("AccessPrincipal = %+v, %v", got, err)
 		}
-		_, _, err = s.AccessPrincipal(ctx, "refresh-1") // a refresh token is no access token
+		_, err = s.AccessPrincipal(ctx, "refresh-1") // a refresh token is no access token
 		wantCode(t, err, perch.EUNAUTHORIZED)
 		clock.Advance(perch.AccessTokenTTL)
-		_, _, err = s.AccessPrincipal(ctx, "access-1")
+		_, err = s.AccessPrincipal(ctx, "access-1")
 		wantCode(t, err, perch.EUNAUTHORIZED)
 	})
 }
@@ -152,14 +153,18 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 		if err != nil || uid != u.ID || gotSID != sid {
 			t.Fatalf("RotateRefresh = %q, %q, %v", uid, gotSID, err)
 		}
-		if _, _, err := s.AccessPrincipal(ctx, "access-2"); err != nil {
+		if _, err := s.AccessPrincipal(ctx, "access-2"); err != nil {
 			t.Fatalf("new access token: %v", err)
 		}
-		// The spent token comes back: somebody copied it. The whole sign-in goes.
-		_, _, err = s.RotateRefresh(ctx, "refresh-1", tokens(s, "3"))
+		// The spent token comes back: somebody copied it. The whole sign-in
+		// goes, and is named so that what it opened can be closed.
+		uid, gotSID, err = s.RotateRefresh(ctx, "refresh-1", tokens(s, "3"))
 		wantCode(t, err, perch.EUNAUTHORIZED)
+		if uid != u.ID || gotSID != sid {
+			t.Fatalf("reuse revoked %q, %q; want %q, %q", uid, gotSID, u.ID, sid)
+		}
 		for _, h := range []string{"access-1", "access-2"} {
-			_, _, err := s.AccessPrincipal(ctx, h)
+			_, err := s.AccessPrincipal(ctx, h)
 			wantCode(t, err, perch.EUNAUTHORIZED)
 		}
 		_, _, err = s.RotateRefresh(ctx, "refresh-2", tokens(s, "4"))
@@ -186,25 +191,30 @@ func TestLogoutAndPasswordChangeRevokeSessions(t *testing.T) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
 		laptop := session(t, s, u, "laptop")
-		session(t, s, u, "phone")
-		session(t, s, u, "tablet")
+		phone := session(t, s, u, "phone")
+		tablet := session(t, s, u, "tablet")
 
-		if err := s.RevokeSessionByRefresh(ctx, "refresh-tablet"); err != nil {
-			t.Fatal(err)
+		uid, sid, err := s.RevokeSessionByRefresh(ctx, "refresh-tablet")
+		if err != nil || uid != u.ID || sid != tablet {
+			t.Fatalf("RevokeSessionByRefresh = %q, %q, %v; want %q, %q", uid, sid, err, u.ID, tablet)
 		}
-		if err := s.RevokeSessionByRefresh(ctx, "refresh-unknown"); err != nil {
+		if uid, sid, err := s.RevokeSessionByRefresh(ctx, "refresh-tablet"); err != nil || uid != "" || sid != "" {
+			t.Fatalf("signing out twice = %q, %q, %v", uid, sid, err)
+		}
+		if _, _, err := s.RevokeSessionByRefresh(ctx, "refresh-unknown"); err != nil {
 			t.Fatalf("revoking an unknown token: %v", err)
 		}
-		_, _, err := s.AccessPrincipal(ctx, "access-tablet")
+		_, err = s.AccessPrincipal(ctx, "access-tablet")
 		wantCode(t, err, perch.EUNAUTHORIZED)
 
-		if err := s.SetPassword(ctx, u.ID, "new-hash", laptop); err != nil {
-			t.Fatal(err)
+		revoked, err := s.SetPassword(ctx, u.ID, "new-hash", laptop)
+		if err != nil || !slices.Equal(revoked, []string{phone}) {
+			t.Fatalf("SetPassword revoked %q, %v; want only the phone's %q", revoked, err, phone)
 		}
-		if _, _, err := s.AccessPrincipal(ctx, "access-laptop"); err != nil {
+		if _, err := s.AccessPrincipal(ctx, "access-laptop"); err != nil {
 			t.Fatalf("the session that changed the password was revoked: %v", err)
 		}
-		_, _, err = s.AccessPrincipal(ctx, "access-phone")
+		_, err = s.AccessPrincipal(ctx, "access-phone")
 		wantCode(t, err, perch.EUNAUTHORIZED)
 		if h, _ := s.PasswordHash(ctx, u.ID); h != "new-hash" {
 			t.Fatalf("hash = %q", h)

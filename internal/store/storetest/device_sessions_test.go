@@ -15,9 +15,13 @@ import (
 // challenge is the S256 challenge of RFC 7636's example verifier.
 const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
+// userCodeHash is the hash of the user code BCDFGHJK.
+var userCodeHash = perch.HashUserCode("BCDFGHJK")
+
 func mustStartDevice(tb testing.TB, s *store.Store, port int) *perch.DeviceSession {
 	tb.Helper()
-	d, err := s.CreateDeviceSession(context.Background(), port, challenge)
+	d, err := s.CreateDeviceSession(context.Background(), perch.DeviceRequest{Port: port, CodeChallenge: challenge,
+		ClientName: "perch CLI", ClientIP: "192.0.2.1", UserCodeHash: userCodeHash})
 	if err != nil {
 		tb.Fatalf("CreateDeviceSession: %v", err)
 	}
@@ -41,8 +45,15 @@ func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
 
 		start := clock.Now()
-		d := mustStartDevice(t, s, 49152)
-		want := &perch.DeviceSession{ID: d.ID, Port: 49152, CodeChallenge: challenge, Status: perch.DevicePending,
+		// What the approval page shows comes back as it went in, Unicode
+		// and an IPv6 address included.
+		d, err := s.CreateDeviceSession(ctx, perch.DeviceRequest{Port: 49152, CodeChallenge: challenge,
+			ClientName: "Perch für Ada’s Mac", ClientIP: "2001:db8::7", UserCodeHash: userCodeHash})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &perch.DeviceSession{ID: d.ID, Port: 49152, CodeChallenge: challenge, ClientName: "Perch für Ada’s Mac",
+			ClientIP: "2001:db8::7", UserCodeHash: userCodeHash, Status: perch.DevicePending,
 			CreatedAt: start, ExpiresAt: start.Add(perch.DeviceSessionTTL)}
 		if !reflect.DeepEqual(d, want) {
 			t.Fatalf("CreateDeviceSession = %+v, want %+v", d, want)
@@ -55,19 +66,19 @@ func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
 		}
 
 		clock.Advance(time.Minute)
-		approved, err := s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash")
+		approved, err := s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash", true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		decided := clock.Now()
-		want.Status, want.UserID, want.CodeHash, want.DecidedAt = perch.DeviceApproved, ada.ID, "code-hash", &decided
+		want.Status, want.UserID, want.CodeHash, want.UserCodeConfirmed, want.DecidedAt = perch.DeviceApproved, ada.ID, "code-hash", true, &decided
 		if !reflect.DeepEqual(approved, want) {
 			t.Fatalf("ApproveDeviceSession = %+v, want %+v", approved, want)
 		}
 		// Answered once: approving or denying again is a conflict, and
 		// leaves the first answer (and its code) as it was.
 		bob := mustCreateUser(t, s, "Bob Babbage", "bob@example.com")
-		_, err = s.ApproveDeviceSession(ctx, d.ID, bob.ID, "other-hash")
+		_, err = s.ApproveDeviceSession(ctx, d.ID, bob.ID, "other-hash", false)
 		wantCode(t, err, perch.ECONFLICT)
 		_, err = s.DenyDeviceSession(ctx, d.ID, bob.ID)
 		wantCode(t, err, perch.ECONFLICT)
@@ -76,7 +87,7 @@ func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
 		}
 
 		clock.Advance(time.Second)
-		if err := s.ExchangeDeviceSession(ctx, d.ID); err != nil {
+		if err := s.ExchangeDeviceSession(ctx, d.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		exchanged := clock.Now()
@@ -84,7 +95,8 @@ func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
 		if got := mustDevice(t, s, d.ID); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after the exchange: %+v, want %+v", got, want)
 		}
-		wantCode(t, s.ExchangeDeviceSession(ctx, d.ID), perch.ECONFLICT)
+		wantCode(t, s.ExchangeDeviceSession(ctx, d.ID, true), perch.ECONFLICT)
+		wantCode(t, s.ExchangeDeviceSession(ctx, d.ID, false), perch.ECONFLICT)
 
 		// An exchanged sign-in stays exchanged past its expiry.
 		clock.Advance(perch.DeviceSessionTTL)
@@ -103,11 +115,40 @@ func TestDeviceSessionDenied(t *testing.T) {
 		if err != nil || denied.Status != perch.DeviceDenied || denied.UserID != ada.ID || denied.CodeHash != "" || denied.DecidedAt == nil {
 			t.Fatalf("DenyDeviceSession = %+v, %v", denied, err)
 		}
-		_, err = s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash")
+		_, err = s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash", false)
 		wantCode(t, err, perch.ECONFLICT)
-		wantCode(t, s.ExchangeDeviceSession(ctx, d.ID), perch.ECONFLICT)
+		wantCode(t, s.ExchangeDeviceSession(ctx, d.ID, false), perch.ECONFLICT)
 		if got := mustDevice(t, s, d.ID); got.Status != perch.DeviceDenied {
 			t.Fatalf("status = %q, want denied", got.Status)
+		}
+	})
+}
+
+// TestDeviceSessionPollNeedsTheUserCode: a sign-in approved without the
+// user code goes only to the holder of the one-time code, whatever a
+// caller read before.
+func TestDeviceSessionPollNeedsTheUserCode(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
+		d := mustStartDevice(t, s, 8080)
+		approved, err := s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash", false)
+		if err != nil || approved.UserCodeConfirmed {
+			t.Fatalf("ApproveDeviceSession = %+v, %v", approved, err)
+		}
+		err = s.ExchangeDeviceSession(ctx, d.ID, true)
+		wantCode(t, err, perch.ECONFLICT)
+		if err != perch.ErrDeviceCallbackOnly {
+			t.Fatalf("a poll's exchange: %v, want ErrDeviceCallbackOnly", err)
+		}
+		if got := mustDevice(t, s, d.ID); got.Status != perch.DeviceApproved || got.ExchangedAt != nil {
+			t.Fatalf("after the refused poll: %+v", got)
+		}
+		if err := s.ExchangeDeviceSession(ctx, d.ID, false); err != nil {
+			t.Fatalf("exchange with the one-time code: %v", err)
+		}
+		if got := mustDevice(t, s, d.ID); got.Status != perch.DeviceExchanged || got.UserCodeConfirmed {
+			t.Fatalf("after the exchange: %+v", got)
 		}
 	})
 }
@@ -115,7 +156,8 @@ func TestDeviceSessionDenied(t *testing.T) {
 func TestDeviceSessionPendingCannotBeExchanged(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		d := mustStartDevice(t, s, 8080)
-		wantCode(t, s.ExchangeDeviceSession(context.Background(), d.ID), perch.ECONFLICT)
+		wantCode(t, s.ExchangeDeviceSession(context.Background(), d.ID, false), perch.ECONFLICT)
+		wantCode(t, s.ExchangeDeviceSession(context.Background(), d.ID, true), perch.ECONFLICT)
 		if got := mustDevice(t, s, d.ID); got.Status != perch.DevicePending {
 			t.Fatalf("status = %q, want pending", got.Status)
 		}
@@ -132,7 +174,7 @@ func TestDeviceSessionExpires(t *testing.T) {
 		late := mustStartDevice(t, s, 8081)
 		approved := mustStartDevice(t, s, 8082)
 		denied := mustStartDevice(t, s, 8083)
-		if _, err := s.ApproveDeviceSession(ctx, approved.ID, ada.ID, "code-hash"); err != nil {
+		if _, err := s.ApproveDeviceSession(ctx, approved.ID, ada.ID, "code-hash", false); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.DenyDeviceSession(ctx, denied.ID, ada.ID); err != nil {
@@ -140,7 +182,7 @@ func TestDeviceSessionExpires(t *testing.T) {
 		}
 
 		clock.Advance(perch.DeviceSessionTTL - time.Millisecond)
-		if _, err := s.ApproveDeviceSession(ctx, early.ID, ada.ID, "early-hash"); err != nil {
+		if _, err := s.ApproveDeviceSession(ctx, early.ID, ada.ID, "early-hash", true); err != nil {
 			t.Fatalf("approving just before expiry: %v", err)
 		}
 		clock.Advance(time.Millisecond)
@@ -149,12 +191,12 @@ func TestDeviceSessionExpires(t *testing.T) {
 				t.Errorf("%s: status %q, want expired", id, got.Status)
 			}
 		}
-		_, err := s.ApproveDeviceSession(ctx, late.ID, ada.ID, "late-hash")
+		_, err := s.ApproveDeviceSession(ctx, late.ID, ada.ID, "late-hash", true)
 		wantCode(t, err, perch.EBADREQUEST)
 		_, err = s.DenyDeviceSession(ctx, late.ID, ada.ID)
 		wantCode(t, err, perch.EBADREQUEST)
-		wantCode(t, s.ExchangeDeviceSession(ctx, approved.ID), perch.EBADREQUEST)
-		wantCode(t, s.ExchangeDeviceSession(ctx, early.ID), perch.EBADREQUEST)
+		wantCode(t, s.ExchangeDeviceSession(ctx, approved.ID, false), perch.EBADREQUEST)
+		wantCode(t, s.ExchangeDeviceSession(ctx, early.ID, true), perch.EBADREQUEST)
 	})
 }
 
@@ -164,11 +206,11 @@ func TestDeviceSessionUnknownIsNotFound(t *testing.T) {
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
 		_, err := s.DeviceSession(ctx, "dev_unknown")
 		wantCode(t, err, perch.ENOTFOUND)
-		_, err = s.ApproveDeviceSession(ctx, "dev_unknown", ada.ID, "code-hash")
+		_, err = s.ApproveDeviceSession(ctx, "dev_unknown", ada.ID, "code-hash", false)
 		wantCode(t, err, perch.ENOTFOUND)
 		_, err = s.DenyDeviceSession(ctx, "dev_unknown", ada.ID)
 		wantCode(t, err, perch.ENOTFOUND)
-		wantCode(t, s.ExchangeDeviceSession(ctx, "dev_unknown"), perch.ENOTFOUND)
+		wantCode(t, s.ExchangeDeviceSession(ctx, "dev_unknown", false), perch.ENOTFOUND)
 	})
 }
 
@@ -195,11 +237,11 @@ func TestDeviceSessionConcurrentExchangesHaveOneWinner(t *testing.T) {
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
 		for round := range 5 {
 			d := mustStartDevice(t, s, 8080)
-			if _, err := s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash"); err != nil {
+			if _, err := s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash", true); err != nil {
 				t.Fatal(err)
 			}
 			won := 0
-			for _, err := range race(8, func() error { return s.ExchangeDeviceSession(ctx, d.ID) }) {
+			for _, err := range race(8, func() error { return s.ExchangeDeviceSession(ctx, d.ID, round%2 == 0) }) {
 				switch perch.ErrorCode(err) {
 				case "":
 					won++
@@ -233,7 +275,7 @@ func TestDeviceSessionConcurrentAnswersHaveOneWinner(t *testing.T) {
 			if deny {
 				got, err = s.DenyDeviceSession(ctx, d.ID, ada.ID)
 			} else {
-				got, err = s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash")
+				got, err = s.ApproveDeviceSession(ctx, d.ID, ada.ID, "code-hash", false)
 			}
 			if err == nil {
 				mu.Lock()

@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestEmailTokensOnlyWorkForTheirKind(t *testing.T) {
 		_, err := s.VerifyEmail(ctx, "reset-1")
 		wantCode(t, err, perch.EBADREQUEST)
 		for _, hash := range []string{"verify-1", "change-1"} {
-			_, err := s.ResetPassword(ctx, hash, "stolen-hash")
+			_, _, err := s.ResetPassword(ctx, hash, "stolen-hash")
 			wantCode(t, err, perch.EBADREQUEST)
 		}
 		if h, _ := s.PasswordHash(ctx, ada.ID); h != "hash-of-ada@example.com" {
@@ -156,7 +157,7 @@ func TestEmailTokensOnlyWorkForTheirKind(t *testing.T) {
 		if _, err := s.VerifyEmail(ctx, "verify-1"); err != nil {
 			t.Fatalf("VerifyEmail(verify-1) after the refusal: %v", err)
 		}
-		if _, err := s.ResetPassword(ctx, "reset-1", "new-hash"); err != nil {
+		if _, _, err := s.ResetPassword(ctx, "reset-1", "new-hash"); err != nil {
 			t.Fatalf("ResetPassword(reset-1) after the refusal: %v", err)
 		}
 	})
@@ -169,33 +170,36 @@ func TestResetPasswordSetsTheHashAndSignsOutEverywhere(t *testing.T) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
 		bob := mustCreateUser(t, s, "Bob Babbage", "bob@example.com")
-		session(t, s, ada, "laptop")
-		session(t, s, ada, "phone")
+		laptop := session(t, s, ada, "laptop")
+		phone := session(t, s, ada, "phone")
 		session(t, s, bob, "bob")
 		emailToken(t, s, ada, perch.EmailPasswordReset, "ada@example.com", "reset-1", perch.PasswordResetTTL)
 		emailToken(t, s, ada, perch.EmailPasswordReset, "ada@example.com", "reset-2", perch.PasswordResetTTL)
 
-		u, err := s.ResetPassword(ctx, "reset-1", "new-hash")
-		if err != nil || u.ID != ada.ID {
-			t.Fatalf("ResetPassword = %+v, %v", u, err)
+		u, revoked, err := s.ResetPassword(ctx, "reset-1", "new-hash")
+		slices.Sort(revoked)
+		want := []string{laptop, phone}
+		slices.Sort(want)
+		if err != nil || u.ID != ada.ID || !slices.Equal(revoked, want) {
+			t.Fatalf("ResetPassword = %+v, %q, %v; want Ada with %q revoked", u, revoked, err, want)
 		}
 		if h, _ := s.PasswordHash(ctx, ada.ID); h != "new-hash" {
 			t.Fatalf("hash = %q", h)
 		}
 		for _, tag := range []string{"laptop", "phone"} {
-			_, _, err := s.AccessPrincipal(ctx, "access-"+tag)
+			_, err := s.AccessPrincipal(ctx, "access-"+tag)
 			wantCode(t, err, perch.EUNAUTHORIZED)
 			_, _, err = s.RotateRefresh(ctx, "refresh-"+tag, tokens(s, tag+"-2"))
 			wantCode(t, err, perch.EUNAUTHORIZED)
 		}
-		if _, _, err := s.AccessPrincipal(ctx, "access-bob"); err != nil {
+		if _, err := s.AccessPrincipal(ctx, "access-bob"); err != nil {
 			t.Fatalf("Bob was signed out: %v", err)
 		}
 
-		_, err = s.ResetPassword(ctx, "reset-1", "again-hash")
+		_, _, err = s.ResetPassword(ctx, "reset-1", "again-hash")
 		wantCode(t, err, perch.EBADREQUEST)
 		clock.Advance(perch.PasswordResetTTL)
-		_, err = s.ResetPassword(ctx, "reset-2", "late-hash")
+		_, _, err = s.ResetPassword(ctx, "reset-2", "late-hash")
 		wantCode(t, err, perch.EBADREQUEST)
 		if h, _ := s.PasswordHash(ctx, ada.ID); h != "new-hash" {
 			t.Fatalf("hash = %q after refused resets", h)
@@ -249,7 +253,7 @@ func TestResetLinkForAnOldAddressIsRefused(t *testing.T) {
 		if _, err := s.VerifyEmail(ctx, "change"); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.ResetPassword(ctx, "reset", "new-hash")
+		_, _, err := s.ResetPassword(ctx, "reset", "new-hash")
 		wantCode(t, err, perch.EBADREQUEST)
 		if h, _ := s.PasswordHash(ctx, u.ID); h != "hash-of-ada@example.com" {
 			t.Fatalf("the password changed through a link to the old address: %q", h)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -278,9 +279,16 @@ func TestPruneNotificationsDeletesWhatRetentionPassed(t *testing.T) {
 			t.Fatalf("left after pruning: %v, %v", titles(left), err)
 		}
 		for since, want := range map[string]bool{"0": true, old[0].Notification.ID: true, lastOld: false, young[0].Notification.ID: false} {
-			if gap, err := s.ReplayGap(ctx, since); err != nil || gap != want {
-				t.Errorf("ReplayGap(%s) = %v, %v; want %v", since, gap, err, want)
+			after, gap, err := s.ReplayStart(ctx, since)
+			if err != nil || gap != want || strconv.FormatInt(after, 10) != since {
+				t.Errorf("ReplayStart(%s) = %d, %v, %v; want %s, %v", since, after, gap, err, since, want)
 			}
+		}
+		// An id this server never gave would hide what comes up to it: the
+		// replay starts from the oldest kept, and says there is a gap.
+		newest, _ := strconv.ParseInt(young[1].Notification.ID, 10, 64)
+		if after, gap, err := s.ReplayStart(ctx, strconv.FormatInt(newest+1000, 10)); err != nil || after != 0 || !gap {
+			t.Errorf("ReplayStart(past the newest) = %d, %v, %v; want 0, true", after, gap, err)
 		}
 
 		// Everything past retention: the table empties, and ids still never

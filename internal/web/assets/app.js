@@ -134,9 +134,9 @@ function feed(root) {
         setStatus("live", f.data.gap ? "Live (older notifications were pruned)" : "Live");
       }
     };
-    ws.onclose = async () => {
+    ws.onclose = async (e) => {
       setStatus("offline", "Reconnecting…");
-      if (!opened) await renew().catch(() => false);
+      if (!opened || e.code === 1008) await renew().catch(() => false); // 1008: the access token ended
       const delay = Math.min(30000, 500 * 2 ** retry++) * (0.5 + Math.random() / 2);
       setTimeout(connect, delay);
     };

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// TestDevicePhishedApprovalGivesThePollNoTokens is the attack of the
+// security finding "Device sign-in can be phished through the status poll":
+// the attacker starts a sign-in with a verifier of their own and sends the
+// victim the approval link; the victim, signed in to the dashboard,
+// approves it without the code (they have none: the attacker's app shows
+// it, on the attacker's screen). The attacker's poll, which holds the
+// verifier, must not get the victim's tokens, and the one-time code went to
+// the victim's own loopback port.
+func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		victim := a.register("Victim")
+		attacker := a.startDevice(53682, "RemoteAddr", "203.0.113.66:4000")
+
+		// The victim approves, by the dashboard's form and without a code.
+		res := a.form("/api/v1/auth/device/complete", victim.Access, url.Values{"session_id": {attacker.session}}, "Sec-Fetch-Site", "same-origin")
+		if res.Status != 303 {
+			t.Fatalf("the victim's approval: %d %s", res.Status, res.Raw)
+		}
+		if q := attacker.callback(t, res.Header.Get("Location")); q.Get("code") == "" {
+			t.Fatalf("the approval sent the browser to %q", res.Header.Get("Location"))
+		}
+
+		// The attacker polls, as often as they like: approved, but only for
+		// the callback, and never a token.
+		for range 3 {
+			st := expect(t, a.deviceStatus(attacker, attacker.verifier), 200)
+			if d := st.data(); d["status"] != "approved" || d["callback_only"] != true || len(d) != 2 {
+				t.Fatalf("the attacker's poll = %v", d)
+			}
+			for _, leak := range []string{"access_token", "refresh_token", perch.AccessTokenPrefix, perch.RefreshTokenPrefix, victim.Email} {
+				if strings.Contains(st.Raw, leak) {
+					t.Fatalf("the attacker's poll carries %q: %s", leak, st.Raw)
+				}
+			}
+		}
+		// Nor does guessing the one-time code help, and the guesses do not
+		// spend the sign-in.
+		wantField(t, expect(t, a.exchange(attacker, perch.DeviceCodePrefix+strings.Repeat("a", 52), attacker.verifier), 400), "code")
+		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).data(); d["callback_only"] != true {
+			t.Fatalf("after the guesses: %v", d)
+		}
+		// The store holds to it whatever a handler read.
+		if err := s.ExchangeDeviceSession(t.Context(), attacker.session, true); err != perch.ErrDeviceCallbackOnly {
+			t.Fatalf("a poll's exchange in the store: %v", err)
+		}
+
+		// The same by JSON: approved, not confirmed, no tokens to the poll.
+		attacker = a.startDevice(53682)
+		a.approve(victim, attacker)
+		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).data(); d["access_token"] != nil || d["callback_only"] != true {
+			t.Fatalf("the attacker's poll after a JSON approval = %v", d)
+		}
+	})
+}
+
+// TestDeviceUserCodeLetsThePollSignIn: the person who types the code their
+// own app shows lets that app sign in by polling, as typed in any case and
+// with or without the hyphen.
+func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		for _, typed := range []func(string) string{
+			func(c string) string { return c },
+			func(c string) string { return strings.ToLower(strings.ReplaceAll(c, "-", "")) },
+			func(c string) string { return " " + strings.ReplaceAll(c, "-", " ") + " " },
+		} {
+			app := a.startDevice(53682)
+			a.approveWithCode(ada, app, typed(app.userCode))
+			st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+			if st["status"] != "approved" || st["callback_only"] != nil {
+				t.Fatalf("status after an approval with the code = %v", st)
+			}
+			a.wantSignedIn(st, ada)
+		}
+
+		// By the form too (the API's own form post).
+		app := a.startDevice(53682)
+		res := a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}, "user_code": {app.userCode}})
+		if res.Status != 303 || app.callback(t, res.Header.Get("Location")).Get("code") == "" {
+			t.Fatalf("approval by form with the code: %d %q", res.Status, res.Header.Get("Location"))
+		}
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+	})
+}
+
+// TestDeviceWrongUserCodeIsRefused: a code that is not the one the app
+// shows approves nothing, answers validation_failed on user_code, and
+// leaves the sign-in pending for the right one.
+func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		app := a.startDevice(53682)
+		other := a.startDevice(53683)
+		complete := func(code string) *response {
+			return a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "user_code": code})
+		}
+		for _, code := range []string{other.userCode, "BCDF-GHJ", "ABCD-EFGH", "BCDF-GHJK-LMNP", "<script>", "BCDF-GHJЌ"} {
+			if code == app.userCode {
+				continue // the one time in 2.56e10 the other sign-in's code is this one's
+			}
+			res := expect(t, complete(code), 422)
+			wantField(t, res, "user_code")
+			if len(res.fields()) != 1 {
+				t.Fatalf("fields = %v", res.fields())
+			}
+		}
+		wantField(t, expect(t, a.form("/api/v1/auth/device/complete", ada.Access,
+			url.Values{"session_id": {app.session}, "user_code": {"ZZZZ-ZZZZ"}}), 422), "user_code")
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+			t.Fatalf("status after wrong codes = %v", st)
+		}
+		a.approveWithCode(ada, app, app.userCode)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+
+		// A sign-in that can no longer be answered says so, whatever the
+		// code: the state first, then the code.
+		expect(t, complete("ZZZZ-ZZZZ"), 409)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": "dev_unknown", "user_code": "BCDF-GHJK"}), 404)
+		late := a.startDevice(53684)
+		a.clock.Advance(perch.DeviceSessionTTL)
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.session, "user_code": late.userCode}), 400)
+		if !strings.Contains(res.Raw, "expired") {
+			t.Fatalf("complete after expiry: %s", res.Raw)
+		}
+
+		// Denying needs no code, and a code typed before denying is ignored.
+		deny := a.startDevice(53685)
+		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access,
+			map[string]string{"session_id": deny.session, "action": "deny", "user_code": "nonsense"}), 200).data()
+		if d["status"] != "denied" || d["user_code_confirmed"] != false {
+			t.Fatalf("deny = %v", d)
+		}
+	})
+}
+
+// TestDeviceRequestShowsWhatIsApproved: the approval page's source tells the
+// signed-in user what the app calls itself, when and from where it asked,
+// and never the user code, which they must read off their own app.
+func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada Lovelace")
+		asked := a.clock.Now()
+		app := a.startDevice(53682, "client_name", "  Perch menu bar  ", "RemoteAddr", "[2001:db8::7]:4000")
+		res := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.session, ada.Access, nil), 200)
+		want := map[string]any{"session_id": app.session, "client_name": "Perch menu bar", "client_ip": "2001:db8::7", "status": "pending",
+			"created_at": asked.Format(time.RFC3339), "expires_at": asked.Add(perch.DeviceSessionTTL).Format(time.RFC3339)}
+		if got := res.data(); len(got) != len(want) {
+			t.Fatalf("request = %v, want %v", got, want)
+		}
+		for k, v := range want {
+			if res.data()[k] != v {
+				t.Errorf("request %s = %v, want %v", k, res.data()[k], v)
+			}
+		}
+		for _, secret := range []string{app.userCode, strings.ReplaceAll(app.userCode, "-", ""), "user_code"} {
+			if strings.Contains(res.Raw, secret) {
+				t.Fatalf("the request shows %q: %s", secret, res.Raw)
+			}
+		}
+
+		// The default name, and the address as the server saw it.
+		plain := a.startDevice(53683)
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).data(); d["client_name"] != perch.DefaultDeviceClientName || d["client_ip"] != "192.0.2.1" {
+			t.Fatalf("request = %v", d)
+		}
+		// Answered: approved (exchanged reads approved), denied.
+		a.exchange(plain, a.approve(ada, plain), plain.verifier)
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).data(); d["status"] != "approved" {
+			t.Fatalf("request after the exchange = %v", d)
+		}
+		expect(t, a.call("GET", "/api/v1/auth/device/requests/dev_unknown", ada.Access, nil), 404)
+		expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.session, "", nil), 401)
+	})
+}
+
+func TestDeviceAuthorizeClientName(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		challenge := perch.S256Challenge(newVerifier())
+		for _, name := range []string{"", "   ", strings.Repeat("x", 65), "perch\nCLI", "perch\u202eILC", "perch\x00"} {
+			q := url.Values{"port": {"8080"}, "code_challenge": {challenge}, "client_name": {name}}
+			res := expect(t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil), 400)
+			if len(res.fields()) != 1 {
+				t.Fatalf("client_name %q: fields %v", name, res.fields())
+			}
+			wantField(t, res, "client_name")
+		}
+		q := url.Values{"port": {"8080"}, "code_challenge": {challenge}, "client_name": {strings.Repeat("é", 64)}}
+		expect(t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil), 200)
+	})
+}

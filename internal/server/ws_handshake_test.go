@@ -1,0 +1,158 @@
+package server
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// maskedTextFrame is a client-to-server text frame (RFC 6455 §5.2): FIN,
+// opcode 1, masked, as every client frame must be.
+func maskedTextFrame(payload []byte) []byte {
+	if len(payload) > 125 {
+		panic("test frames are short")
+	}
+	var mask [4]byte
+	rand.Read(mask[:])
+	f := append([]byte{0x81, 0x80 | byte(len(payload))}, mask[:]...)
+	for i, b := range payload {
+		f = append(f, b^mask[i%4])
+	}
+	return f
+}
+
+// TestFramesSentWithTheHandshakeAreKept: a client that writes its upgrade
+// request and its first frame in one TCP write has the frame read, not
+// dropped or mangled.
+func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	id := a.post(a.webhookToken(ada, "user", ""), "unread")
+	watcher := dial(t, ts, ada.Access, "")
+	watcher.ready()
+
+	var key [16]byte
+	rand.Read(key[:])
+	receipt, _ := json.Marshal(map[string]any{"type": "read", "data": map[string][]string{"ids": {id}}})
+	req := "GET /ws HTTP/1.1\r\nHost: " + strings.TrimPrefix(ts.URL, "http://") + "\r\n" +
+		"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key[:]) + "\r\n" +
+		"Authorization: Bearer " + ada.Access + "\r\n\r\n"
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(append([]byte(req), maskedTextFrame(receipt)...)); err != nil { // one write
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", res, err)
+	}
+	// The receipt was read: the user's other client hears of it.
+	for {
+		f := watcher.next()
+		if f.Type != "read" {
+			continue
+		}
+		var d struct{ IDs []string }
+		if json.Unmarshal(f.Data, &d) != nil || len(d.IDs) != 1 || d.IDs[0] != id {
+			t.Fatalf("read frame %s", f.Data)
+		}
+		return
+	}
+}
+
+// TestHandshakesCountAgainstTheUsersLimit: a WebSocket handshake spends the
+// user's allowance like any request, and a user's concurrent replays are
+// bounded.
+func TestHandshakesCountAgainstTheUsersLimit(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Hour} })
+	ts := a.live()
+	ada := a.register("Ada")
+	for range 3 {
+		dial(t, ts, ada.Access, "").ready()
+	}
+	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 429)
+	if res.Header.Get("X-RateLimit-Remaining") != "0" || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("headers %v", res.Header)
+	}
+}
+
+// pending is how many of user's replays are under way or waiting.
+func (rs *replaySlots) pending(user string) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if u := rs.users[user]; u != nil {
+		return u.refs
+	}
+	return 0
+}
+
+// TestConcurrentReplaysAreBounded: a user's replays beyond the bound wait
+// for a turn, and are refused when none comes in time.
+func TestConcurrentReplaysAreBounded(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	for range wsReplaysPerUser { // replays under way
+		if err := a.srv.replays.acquire(t.Context(), ada.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.srv.replays.wait = time.Millisecond
+	res := expect(t, a.call("GET", "/ws?since=0", ada.Access, nil), 429)
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatalf("no Retry-After: %v", res.Header)
+	}
+	dial(t, ts, ada.Access, "").ready() // no replay, no slot needed
+
+	// One waits for its turn, and has it when a replay ends.
+	a.srv.replays.wait = time.Minute
+	waiting := make(chan *wsConn)
+	go func() { waiting <- dial(t, ts, ada.Access, "0") }()
+	for a.srv.replays.pending(ada.ID) != wsReplaysPerUser+1 { // the dial is waiting
+		time.Sleep(time.Millisecond)
+	}
+	a.srv.replays.release(ada.ID)
+	(<-waiting).ready()
+	a.srv.replays.release(ada.ID)
+	for a.srv.replays.underWay() != 0 { // the replay ends once ready is sent
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestResumingFromAnUnknownIDReplaysWithAGap: a since newer than any id the
+// server gave (another server's, or before a restore) must not silence the
+// connection until the ids catch up.
+func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	hook := a.webhookToken(ada, "user", "")
+	first := a.post(hook, "kept")
+	c := dial(t, ts, ada.Access, "999999")
+	if n := c.next().notification(t); n.ID != first {
+		t.Fatalf("replayed %v, want the oldest kept", n)
+	}
+	if replayed, gap := c.ready(); replayed != 1 || !gap {
+		t.Fatalf("ready: replayed %d, gap %v; want 1, true", replayed, gap)
+	}
+	a.post(hook, "live")
+	if n := c.next().notification(t); n.Title != "live" {
+		t.Fatalf("got %v, want the live notification", n)
+	}
+}
