@@ -189,7 +189,7 @@ func (d *Dashboard) AnswerDevice(w http.ResponseWriter, r *http.Request, c *call
 	}
 	// The address comes from the API, which only ever names the loopback
 	// callback; the dashboard must not become a redirector if it did not.
-	if !strings.HasPrefix(ans.RedirectURL, "http://127.0.0.1:") {
+	if !loopbackCallback(ans.RedirectURL) {
 		return fmt.Errorf("device sign-in: the API answered with the redirect %q", ans.RedirectURL)
 	}
 	http.Redirect(w, r, ans.RedirectURL, http.StatusSeeOther)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -43,4 +44,17 @@ func safeNext(next string) string {
 		return next
 	}
 	return defaultPage
+}
+
+// loopbackCallback reports whether target is the desktop app's loopback
+// callback, http://127.0.0.1:<port>/callback?…, which is the one address
+// off this site the dashboard sends a browser to. Starting like one is not
+// enough: "http://127.0.0.1:80@evil.test/" is another host.
+func loopbackCallback(target string) bool {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Host != "127.0.0.1:"+u.Port() || u.Path != "/callback" || u.Fragment != "" {
+		return false
+	}
+	port, err := strconv.Atoi(u.Port())
+	return err == nil && port > 0 && port <= 65535 && strconv.Itoa(port) == u.Port()
 }

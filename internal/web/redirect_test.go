@@ -74,3 +74,28 @@ func TestLocalPath(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackCallback(t *testing.T) {
+	for target, want := range map[string]bool{
+		"http://127.0.0.1:8080/callback?session_id=ds_1&code=dvc_2": true,
+		"http://127.0.0.1:1/callback?error=access_denied":           true,
+		"http://127.0.0.1:8080@evil.test/callback":                  false,
+		"http://127.0.0.1:8080.evil.test/callback":                  false,
+		"http://127.0.0.1:/callback":                                false,
+		"http://127.0.0.1/callback":                                 false,
+		"http://127.0.0.1:0/callback":                               false,
+		"http://127.0.0.1:65536/callback":                           false,
+		"http://127.0.0.1:08080/callback":                           false,
+		"https://127.0.0.1:8080/callback":                           false,
+		"http://localhost:8080/callback":                            false,
+		"http://127.0.0.1:8080/other":                               false,
+		"http://127.0.0.1:8080//evil.test/callback":                 false,
+		"http://127.0.0.1:8080/callback#x":                          false,
+		"http://127.0.0.1:8080/callback\t":                          false,
+		"//127.0.0.1:8080/callback":                                 false,
+	} {
+		if got := loopbackCallback(target); got != want {
+			t.Errorf("loopbackCallback(%q) = %v, want %v", target, got, want)
+		}
+	}
+}
