@@ -71,9 +71,9 @@ func CheckText(p Problems, field, s string, form TextForm) {
 // invalid UTF-8 becomes U+FFFD; in SingleLine text every control character
 // becomes a space and bidirectional controls are dropped; in MultiLine text
 // \r\n becomes \n and control characters other than \n and \t are dropped.
-// Text with nothing to take out comes back as it is, without allocating.
+// Text with nothing to change comes back as it is, without allocating.
 func CleanText(s string, form TextForm) string {
-	if TextProblem(s, form) == "" {
+	if TextProblem(s, form) == "" && (form == SingleLine || !strings.Contains(s, "\r")) {
 		return s
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
