@@ -35,8 +35,11 @@ func Inbound(body []byte) (Result, error) {
 	// Collect every problem before answering, so that a sender fixes its
 	// payload in one round trip rather than one field at a time.
 	var problems []string
-	fields := perch.Problems{}
+	var fields perch.Problems // made on the first problem: most deliveries have none
 	problem := func(name, what string) {
+		if fields == nil {
+			fields = perch.Problems{}
+		}
 		problems = append(problems, name+" "+what+".")
 		fields.Add(name, what)
 	}
