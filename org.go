@@ -54,17 +54,19 @@ const (
 	MaxOrgNameLen         = 100
 )
 
-// ValidateTeam records problems with a team's name and description.
+// ValidateTeam records problems with a team's name (single-line) and
+// description (multi-line, optional).
 func ValidateTeam(p Problems, name, description string) {
-	validateText(p, "name", name, MaxTeamNameLen)
+	validateText(p, "name", name, MaxTeamNameLen, SingleLine)
 	if utf8.RuneCountInString(description) > MaxTeamDescriptionLen {
 		p.Add("description", "must be at most 500 characters")
 	}
+	CheckText(p, "description", description, MultiLine)
 }
 
 // ValidateOrgName records a problem with an organisation's name.
 func ValidateOrgName(p Problems, name string) {
-	validateText(p, "name", name, MaxOrgNameLen)
+	validateText(p, "name", name, MaxOrgNameLen, SingleLine)
 }
 
 // ValidRole reports whether role is an organisation role.

@@ -34,8 +34,8 @@ type AnnouncementUpdate struct {
 // Validate reports every problem with a complete announcement.
 func (a *Announcement) Validate() error {
 	p := Problems{}
-	validateText(p, "title", a.Title, MaxAnnouncementTitleLen)
-	validateText(p, "body", a.Body, MaxAnnouncementBodyLen)
+	validateText(p, "title", a.Title, MaxAnnouncementTitleLen, SingleLine)
+	validateText(p, "body", a.Body, MaxAnnouncementBodyLen, MultiLine)
 	return p.Err()
 }
 

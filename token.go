@@ -37,7 +37,8 @@ type APITokenUpdate struct {
 }
 
 // ValidateTokenLabel returns the trimmed label, or a bad_request error: the
-// spec answers a missing or over-long label with 400, not 422.
+// spec answers a missing or over-long label with 400, not 422, and so a
+// label that is not single-line text (see TextProblem) is 400 too.
 func ValidateTokenLabel(label string) (string, error) {
 	label = strings.TrimSpace(label)
 	switch {
@@ -45,6 +46,9 @@ func ValidateTokenLabel(label string) (string, error) {
 		return "", &Error{Code: EBADREQUEST, Message: "A label is required.", Fields: map[string]string{"label": "is required"}}
 	case utf8.RuneCountInString(label) > MaxTokenLabelLen:
 		return "", &Error{Code: EBADREQUEST, Message: "The label is too long.", Fields: map[string]string{"label": "must be at most 100 characters"}}
+	}
+	if problem := TextProblem(label, SingleLine); problem != "" {
+		return "", &Error{Code: EBADREQUEST, Message: "The label holds characters it may not.", Fields: map[string]string{"label": problem}}
 	}
 	return label, nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -81,23 +82,24 @@ func (n *NewUser) Validate() error {
 	return p.Err()
 }
 
-// ValidateName records a problem with a display name.
+// ValidateName records a problem with a display name: blank, over 100
+// characters, or not single-line text (see TextProblem).
 func ValidateName(p Problems, name string) {
-	name = strings.TrimSpace(name)
-	switch {
-	case name == "":
-		p.Add("name", "is required")
-	case utf8.RuneCountInString(name) > MaxNameLen:
-		p.Add("name", "must be at most 100 characters")
-	}
+	validateText(p, "name", name, MaxNameLen, SingleLine)
 }
 
 // ValidateEmail records a problem with an e-mail address. Display names and
-// comments ("Ann <ann@example.com>") are refused: an address is wanted.
+// comments ("Ann <ann@example.com>") are refused: an address is wanted. So
+// are control and bidirectional characters, which net/mail lets through
+// outside ASCII.
 func ValidateEmail(p Problems, email string) {
 	email = strings.TrimSpace(email)
 	if email == "" {
 		p.Add("email", "is required")
+		return
+	}
+	if problem := TextProblem(email, SingleLine); problem != "" {
+		p.Add("email", problem)
 		return
 	}
 	a, err := mail.ParseAddress(email)
@@ -110,7 +112,9 @@ func ValidateEmail(p Problems, email string) {
 // ValidatePassword records a problem with a password under field.
 func ValidatePassword(p Problems, field, password, email string) {
 	n := utf8.RuneCountInString(password)
-	switch {
+	switch bad := PasswordProblem(password); {
+	case bad != "":
+		p.Add(field, bad)
 	case n < MinPasswordLen:
 		p.Add(field, "must be at least 10 characters")
 	case n > MaxPasswordLen:
@@ -120,6 +124,25 @@ func ValidatePassword(p Problems, field, password, email string) {
 	case oneRepeatedRune(password):
 		p.Add(field, "must not be one character repeated")
 	}
+}
+
+// PasswordProblem returns what makes password one that no password may be,
+// whatever its length, or "": invalid UTF-8 or a control character. Any
+// other character is allowed, bidirectional ones too, since a password is
+// never shown. A control character cannot be typed into a password field,
+// so a password holding one was not meant; a NUL would be cut off by some
+// tools. Sign-in refuses them too, before looking anything up.
+func PasswordProblem(password string) string {
+	if printableASCII(password) {
+		return ""
+	}
+	if !utf8.ValidString(password) {
+		return problemUTF8
+	}
+	if strings.ContainsFunc(password, unicode.IsControl) {
+		return problemControl
+	}
+	return ""
 }
 
 func oneRepeatedRune(s string) bool {

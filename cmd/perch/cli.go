@@ -131,6 +131,9 @@ func message(err error) string {
 	if e, ok := errors.AsType[*perch.Error](err); ok {
 		msg := e.Message
 		for _, field := range slices.Sorted(maps.Keys(e.Fields)) {
+			if strings.Contains(e.Message, field+" "+e.Fields[field]) {
+				continue // the message says it already, as the inbound receiver's do
+			}
 			msg += fmt.Sprintf(" (%s: %s)", field, e.Fields[field])
 		}
 		return msg

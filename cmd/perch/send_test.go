@@ -67,6 +67,8 @@ func TestSend(t *testing.T) {
 			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity"} into it, or pass --title`},
 		{name: "bad severity", env: env, args: []string{"--title", "x", "--severity", "fatal"},
 			want: "severity must be info, warning or error."},
+		{name: "control characters", env: env, args: []string{"--title", "a\x00b", "--message", "\x1b[31mred"},
+			want: "title must not contain control characters. message must not contain control characters other than line breaks and tabs."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, stdout, _ := testCLI(t, t.TempDir(), tt.env)

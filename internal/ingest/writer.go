@@ -14,6 +14,8 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"sync/atomic"
@@ -83,8 +85,12 @@ func (w *Writer) Stats() (transactions, notifications int64) {
 // Write stores the notifications (in one transaction with whatever else is
 // waiting) and returns them with their ids once committed. A notification
 // whose DedupeKey was stored before comes back marked Duplicate and is not
-// published again.
+// published again. Write first makes the text of batch, in place, what every
+// database stores and every client shows (see storable).
 func (w *Writer) Write(ctx context.Context, batch ...store.NewNotification) ([]store.Stored, error) {
+	for i := range batch {
+		storable(&batch[i])
+	}
 	r := &request{batch: batch, reply: make(chan reply, 1)}
 	// The queue is seldom full: try it before waiting on the caller's
 	// context as well, which would cost every request a channel.
@@ -223,5 +229,31 @@ func (w *Writer) publish(stored []store.Stored) {
 			w.missed, w.brokenAt = true, time.Now()
 			return
 		}
+	}
+}
+
+// maxDedupeKey bounds a stored dedupe key, in bytes. A PostgreSQL index
+// entry must fit in about a third of a page (2,704 bytes): one longer key
+// would fail its whole transaction.
+const maxDedupeKey = 512
+
+// storable cleans a notification's text with perch.CleanText, for whatever
+// wrote it: one row that PostgreSQL refuses (a NUL, invalid UTF-8, a key too
+// long to index) would fail the transaction of every delivery that shares
+// it. The parsers of internal/senders already clean what they take from
+// payloads, and the inbound receiver refuses what a person should fix, so
+// this seldom changes anything; it is the one place that guarantees it.
+// A key too long is replaced by its SHA-256, which keeps redeliveries of
+// it apart from other keys and equal to each other.
+func storable(nn *store.NewNotification) {
+	n := &nn.Notification
+	n.Tab = perch.CleanText(n.Tab, perch.SingleLine)
+	n.Title = perch.CleanText(n.Title, perch.SingleLine)
+	n.Message = perch.CleanText(n.Message, perch.MultiLine)
+	n.URL = perch.CleanText(n.URL, perch.SingleLine)
+	nn.DedupeKey = perch.CleanText(nn.DedupeKey, perch.SingleLine)
+	if len(nn.DedupeKey) > maxDedupeKey {
+		sum := sha256.Sum256([]byte(nn.DedupeKey))
+		nn.DedupeKey = "sha256:" + hex.EncodeToString(sum[:])
 	}
 }

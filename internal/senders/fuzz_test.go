@@ -74,6 +74,8 @@ func checkParsed(t *testing.T, res Result, err error, source string) {
 			t.Errorf("event %d: control character in title %q or tab %q", i, e.Title, e.Tab)
 		case strings.ContainsRune(e.Message, 0):
 			t.Errorf("event %d: NUL in message %q", i, e.Message)
+		case strings.ContainsRune(e.URL+e.DeliveryID, 0) || !utf8.ValidString(e.Title+e.Tab+e.Message+e.URL+e.DeliveryID):
+			t.Errorf("event %d: a NUL or invalid UTF-8, which PostgreSQL cannot store, in %#v", i, e)
 		case e.URL != "" && webURL(e.URL) != e.URL:
 			t.Errorf("event %d: url %q is not a web link", i, e.URL)
 		}

@@ -13,10 +13,15 @@ import (
 // Severity defaults to info and tab to "Inbound"; other members are ignored so
 // that senders may include data of their own.
 //
-// It returns a perch.EBADREQUEST error naming every field in trouble when the
-// body is not a JSON object, title is missing or blank, a field is not a
-// string, severity is not info, warning or error, or a field is too long
-// (title 200, message 4000, tab 50 characters).
+// Line breaks and tabs in title and tab are folded into single spaces, and
+// message keeps them (\r\n becomes \n). It returns a perch.EBADREQUEST error
+// naming every field in trouble (in its message, and in Fields) when the body
+// is not a JSON object, title is missing or blank, a field is not a string,
+// severity is not info, warning or error, a field is too long (title 200,
+// message 4000, tab 50 characters), or a field holds any other control
+// character, or title or tab a bidirectional override (perch.TextProblem):
+// the sender is the user's own script, which can be fixed, and a silently
+// mangled notification would hide its bug.
 func Inbound(body []byte) (Result, error) {
 	// One pass over the body. Member names match without regard to case,
 	// as in every parser here (encoding/json's rule).
@@ -30,49 +35,65 @@ func Inbound(body []byte) (Result, error) {
 	// Collect every problem before answering, so that a sender fixes its
 	// payload in one round trip rather than one field at a time.
 	var problems []string
+	var fields perch.Problems // made on the first problem: most deliveries have none
+	problem := func(name, what string) {
+		if fields == nil {
+			fields = perch.Problems{}
+		}
+		problems = append(problems, name+" "+what+".")
+		fields.Add(name, what)
+	}
 	// field reads an optional string member; absent and null read as "".
-	// It reports false when the member holds another type.
-	field := func(name string, v any) (string, bool) {
+	// It reports false when the member holds another type, or characters it
+	// may not (form decides which).
+	field := func(name string, v any, form perch.TextForm) (string, bool) {
 		switch v := v.(type) {
 		case nil:
 			return "", true
 		case string:
+			if form == perch.SingleLine {
+				v = strings.Map(foldSpace, v)
+			}
+			if what := perch.TextProblem(v, form); what != "" {
+				problem(name, what)
+				return "", false
+			}
 			return v, true
 		}
-		problems = append(problems, fmt.Sprintf("%s must be a string.", name))
+		problem(name, "must be a string")
 		return "", false
 	}
 	tooLong := func(name, s string, max int) {
 		if utf8.RuneCountInString(s) > max {
-			problems = append(problems, fmt.Sprintf("%s must be at most %d characters.", name, max))
+			problem(name, fmt.Sprintf("must be at most %d characters", max))
 		}
 	}
 
-	t, ok := field("title", in.Title)
+	t, ok := field("title", in.Title, perch.SingleLine)
 	t = oneLine(t)
 	switch {
 	case !ok:
 	case t == "":
-		problems = append(problems, "title is required.")
+		problem("title", "is required")
 	default:
 		tooLong("title", t, maxTitle)
 	}
 
-	msg, _ := field("message", in.Message)
+	msg, _ := field("message", in.Message, perch.MultiLine)
 	msg = strings.TrimSpace(multiLine(msg))
 	tooLong("message", msg, maxMessage)
 
 	// Case and stray spaces are forgiven: "Warning" means what it says.
-	sev, _ := field("severity", in.Severity)
+	sev, _ := field("severity", in.Severity, perch.SingleLine)
 	sev = strings.ToLower(strings.TrimSpace(sev))
 	switch {
 	case sev == "":
 		sev = perch.SeverityInfo
 	case !perch.ValidSeverity(sev):
-		problems = append(problems, "severity must be info, warning or error.")
+		problem("severity", "must be info, warning or error")
 	}
 
-	tab, _ := field("tab", in.Tab)
+	tab, _ := field("tab", in.Tab, perch.SingleLine)
 	tab = oneLine(tab)
 	tooLong("tab", tab, maxTab)
 	if tab == "" {
@@ -80,7 +101,7 @@ func Inbound(body []byte) (Result, error) {
 	}
 
 	if len(problems) > 0 {
-		return Result{}, badRequest("%s", strings.Join(problems, " "))
+		return Result{}, &perch.Error{Code: perch.EBADREQUEST, Message: strings.Join(problems, " "), Fields: fields}
 	}
 	return Result{Events: []perch.Event{{
 		Tab:      tab,
@@ -89,4 +110,13 @@ func Inbound(body []byte) (Result, error) {
 		Severity: sev,
 		Source:   perch.SourceInbound,
 	}}}, nil
+}
+
+// foldSpace turns the whitespace controls a title may carry from a script's
+// output (tabs and line breaks) into spaces, which oneLine then folds.
+func foldSpace(r rune) rune {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return ' '
+	}
+	return r
 }

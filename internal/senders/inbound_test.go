@@ -1,6 +1,7 @@
 package senders
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,8 +39,14 @@ func TestInbound(t *testing.T) {
 		{"member names in any case", []byte(`{"TITLE":"T","Severity":"warning"}`), perch.Event{
 			Tab: perch.TabInbound, Title: "T", Severity: perch.SeverityWarning, Source: perch.SourceInbound,
 		}},
-		{"message keeps its lines", []byte(`{"title":"T","message":"line 1\r\nline 2\u0000"}`), perch.Event{
-			Tab: perch.TabInbound, Title: "T", Message: "line 1\nline 2", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		{"message keeps its lines and tabs", []byte(`{"title":"T","message":"line 1\r\nline 2\n\tindented"}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Message: "line 1\nline 2\n\tindented", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"title and tab fold tabs and line breaks", []byte(`{"title":"a\tb\r\nc","tab":"x\ny"}`), perch.Event{
+			Tab: "x y", Title: "a b c", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
+		{"message may hold bidirectional characters", []byte(`{"title":"T","message":"\u2067שלום\u2069 ok"}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", Message: "\u2067שלום\u2069 ok", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
 		}},
 	}
 	for _, tt := range tests {
@@ -77,14 +84,47 @@ func TestInboundBadRequest(t *testing.T) {
 		{"long tab", `{"title": "T", "tab": "` + strings.Repeat("t", 51) + `"}`, "tab must be at most 50 characters."},
 		{"every problem at once", `{"title": 1, "message": [], "severity": "fatal", "tab": {}}`,
 			"title must be a string. message must be a string. severity must be info, warning or error. tab must be a string."},
+		{"NUL in title", `{"title": "a\u0000b"}`, "title must not contain control characters."},
+		{"BEL in tab", `{"title": "T", "tab": "a\u0007"}`, "tab must not contain control characters."},
+		{"DEL in message", `{"title": "T", "message": "a\u007fb"}`, "message must not contain control characters other than line breaks and tabs."},
+		{"NEL in message", `{"title": "T", "message": "a\u0085b"}`, "message must not contain control characters other than line breaks and tabs."},
+		{"escape in message", `{"title": "T", "message": "\u001b[31mred"}`, "message must not contain control characters other than line breaks and tabs."},
+		{"right-to-left override in title", `{"title": "invoice\u202efdp.exe"}`, "title must not contain bidirectional override or isolate characters."},
+		{"controls in every field", `{"title": "\u0000", "message": "\u0000", "tab": "\u0000", "severity": "\u0000"}`,
+			"title must not contain control characters. message must not contain control characters other than line breaks and tabs. " +
+				"severity must not contain control characters. tab must not contain control characters."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := Inbound([]byte(tt.body))
 			checkBadRequest(t, err, tt.message)
+			checkFields(t, err, tt.message)
 			if len(res.Events) != 0 {
 				t.Errorf("events = %#v, want none", res.Events)
 			}
 		})
+	}
+}
+
+// checkFields checks that an inbound bad request names in Fields each field
+// its message names, with the same words.
+func checkFields(t *testing.T, err error, message string) {
+	t.Helper()
+	e, _ := errors.AsType[*perch.Error](err)
+	if e == nil || !strings.HasPrefix(message, "title ") && !strings.HasPrefix(message, "message ") &&
+		!strings.HasPrefix(message, "tab ") && !strings.HasPrefix(message, "severity ") {
+		return // a problem with the body as a whole
+	}
+	var want []string
+	for field, what := range e.Fields {
+		want = append(want, field+" "+what+".")
+	}
+	for _, sentence := range want {
+		if !strings.Contains(message, sentence) {
+			t.Errorf("fields %v do not match message %q", e.Fields, message)
+		}
+	}
+	if len(want) == 0 || len(want) != strings.Count(message, ".") {
+		t.Errorf("fields %v do not name each problem of %q", e.Fields, message)
 	}
 }

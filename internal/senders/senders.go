@@ -123,7 +123,8 @@ func article(value string) string {
 }
 
 // oneLine folds s onto a single line: titles are shown in a menu, where a
-// newline or a control character from a sender would break the layout.
+// newline or a control character from a sender would break the layout, and
+// a bidirectional override would disguise it (perch.CleanText).
 func oneLine(s string) string {
 	if tidyLine(s) {
 		return s // the usual case, with nothing to fold or allocate
@@ -144,13 +145,7 @@ func tidyLine(s string) bool {
 }
 
 func foldLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(perch.CleanText(s, perch.SingleLine)), " ")
 }
 
 // clip shortens s to at most n runes, marking the cut with an ellipsis.
@@ -181,16 +176,9 @@ func message(lines ...string) string {
 }
 
 // multiLine keeps line breaks and tabs in s but drops every other control
-// character: a NUL, for one, cannot be stored in PostgreSQL text.
-func multiLine(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			return -1
-		}
-		return r
-	}, s)
-}
+// character (perch.CleanText): a NUL, for one, cannot be stored in
+// PostgreSQL text.
+func multiLine(s string) string { return perch.CleanText(s, perch.MultiLine) }
 
 // deliveryID cleans a sender's delivery id for use as a de-duplication key;
 // headers may carry any bytes.

@@ -84,12 +84,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
+	// Sign-in refuses control characters, which no address or password may
+	// hold (and which PostgreSQL cannot even compare), but not the other
+	// rules of new addresses and passwords, which older accounts may predate.
 	p := perch.Problems{}
 	if strings.TrimSpace(in.Email) == "" {
 		p.Add("email", "is required")
 	}
+	perch.CheckText(p, "email", strings.TrimSpace(in.Email), perch.SingleLine)
 	if in.Password == "" {
 		p.Add("password", "is required")
+	} else if bad := perch.PasswordProblem(in.Password); bad != "" {
+		p.Add("password", bad)
 	}
 	if err := p.Err(); err != nil {
 		return err

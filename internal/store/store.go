@@ -2,7 +2,8 @@
 // serves both: the Go is shared, the SQL is written once with ? placeholders
 // (rebound to $n for PostgreSQL), and each dialect has its own embedded,
 // numbered migrations. Missing rows are perch.ENOTFOUND errors, never nil
-// results, and driver errors are mapped by their codes.
+// results, and driver errors are mapped by their codes (isUniqueViolation
+// where a clash means something; pgError for every PostgreSQL statement).
 package store
 
 import (
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"modernc.org/sqlite"
@@ -70,10 +70,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		s.dialect = Postgres
-		s.w, err = sql.Open("pgx", dsn)
+		c, err := openPostgres(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		s.w = sql.OpenDB(c)
 		s.w.SetMaxOpenConns(20)
 		s.w.SetMaxIdleConns(20)
 		s.w.SetConnMaxIdleTime(5 * time.Minute)
