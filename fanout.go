@@ -6,7 +6,7 @@ import "context"
 const (
 	FanoutNotification = "notification" // a stored notification to deliver
 	FanoutRead         = "read"         // a user marked notifications read
-	FanoutGrants       = "grants"       // a user's organisation or teams changed
+	FanoutGrants       = "grants"       // a user's organisation, teams or role changed
 	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
 	FanoutResync       = "resync"       // notifications went unpublished: every client must catch up from the store
 	FanoutRevoked      = "revoked"      // sign-ins or API tokens of a user ended: sockets opened with them close
@@ -18,6 +18,7 @@ type FanoutMessage struct {
 	Kind         string        `json:"kind"`
 	Notification *Notification `json:"notification,omitempty"` // FanoutNotification
 	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants, FanoutRevoked
+	Audience     *Audience     `json:"audience,omitempty"`     // FanoutGrants: the user's audience after the change, when known
 	IDs          []string      `json:"ids,omitempty"`          // FanoutRead
 	Sessions     []string      `json:"sessions,omitempty"`     // FanoutRevoked: ids of the sign-ins that ended
 	APITokens    []string      `json:"api_tokens,omitempty"`   // FanoutRevoked: ids of the API tokens that ended

@@ -1,6 +1,9 @@
 package perch
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Senders a webhook token is made for; each has its receiver.
 const (
@@ -45,9 +48,23 @@ func (t *WebhookToken) Audience() Scope {
 // of scope user for them, team for their teams, org for their organisation,
 // and all.
 type Audience struct {
-	UserID  string
-	OrgID   string
-	TeamIDs []string
+	UserID  string   `json:"user_id"`
+	OrgID   string   `json:"org_id"`
+	TeamIDs []string `json:"team_ids"`
+}
+
+// Equal reports whether a and b reach the same notifications: the same
+// user, organisation and set of teams.
+func (a Audience) Equal(b Audience) bool {
+	if a.UserID != b.UserID || a.OrgID != b.OrgID || len(a.TeamIDs) != len(b.TeamIDs) {
+		return false
+	}
+	for _, t := range a.TeamIDs {
+		if !slices.Contains(b.TeamIDs, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // Includes reports whether a notification of scope s reaches the audience.

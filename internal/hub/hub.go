@@ -247,7 +247,11 @@ func (h *Hub) Deliver(m perch.FanoutMessage) {
 		h.mu.RLock()
 		defer h.mu.RUnlock()
 		for c := range h.byUser[m.UserID] {
-			c.drop(ReasonGrants)
+			// A client that joined after the change has the new audience
+			// already; only the others must reconnect.
+			if m.Audience == nil || !c.Audience.Equal(*m.Audience) {
+				c.drop(ReasonGrants)
+			}
 		}
 	case perch.FanoutRevoked:
 		h.mu.RLock()

@@ -98,6 +98,24 @@ func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 	}
 }
 
+// TestGrantsDropOnlyClientsOfAnOldAudience: a client that connected after
+// the change has the new audience already, and is not made to reconnect.
+func TestGrantsDropOnlyClientsOfAnOldAudience(t *testing.T) {
+	h := New()
+	before := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8, nop)
+	after := NewClient(perch.Audience{UserID: "bob", OrgID: "a", TeamIDs: []string{"t2", "t1"}}, 8, nop)
+	h.Add(before)
+	h.Add(after)
+	now := perch.Audience{UserID: "bob", OrgID: "a", TeamIDs: []string{"t1", "t2"}}
+	h.Deliver(perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: "bob", Audience: &now})
+	if r := before.Dropped(); r != ReasonGrants {
+		t.Fatalf("the client of the old audience: dropped %q, want %q", r, ReasonGrants)
+	}
+	if r := after.Dropped(); r != "" {
+		t.Fatalf("the client of the new audience was dropped: %q", r)
+	}
+}
+
 func TestRevocationDropsOnlyWhatTheCredentialOpened(t *testing.T) {
 	h := New()
 	client := func(user, session, token string) *Client {

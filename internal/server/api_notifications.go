@@ -72,11 +72,18 @@ func (s *Server) readAndTell(ctx context.Context, u *perch.User, ids []string, a
 	return marked, nil
 }
 
-// grantsChanged tells the user's connected clients to reconnect, so that
-// they receive by their new organisation and teams from then on.
+// grantsChanged tells the user's connected clients whose audience is not
+// the user's new one to reconnect, so that they receive by their new
+// organisation and teams from then on.
 func (s *Server) grantsChanged(ctx context.Context, userID string) {
 	s.tokens.forget() // here at once; other instances when the message arrives
-	if err := s.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: userID}); err != nil {
+	m := perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: userID}
+	if u, err := s.store.User(ctx, userID); err == nil {
+		// Without it (the user is gone, or the store failed), every client
+		// of the user reconnects.
+		m.Audience, _ = s.store.Audience(ctx, u)
+	}
+	if err := s.fanout.Publish(ctx, m); err != nil {
 		s.log.Warn("publishing a change of grants failed", "user", userID, "err", err)
 	}
 }
