@@ -24,7 +24,8 @@ var controls = []string{"\u0000", "\u0007", "\u007f", "\u0085"}
 func TestControlCharactersInFieldsAreRefused(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
-		root := a.register("Root") // a platform admin
+		root := a.register("Root") // a platform admin, once verified
+		a.verifyEmail(root)
 		ada := a.register("Ada")
 		tokenID := a.apiToken(ada, "cli")
 		_, inbound := a.whToken(ada, "inbound", "user", "")
@@ -105,6 +106,7 @@ func TestNULInAnIDIsNotAnInternalError(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root")
+		a.verifyEmail(root)
 		ada := a.register("Ada")
 		for _, c := range []struct {
 			method, path, token string
