@@ -21,8 +21,8 @@ import (
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/server"
-	"github.com/perch-dev/perch/internal/web"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/web"
 
 	"github.com/redis/go-redis/v9"
 )

@@ -87,12 +87,12 @@ type Server struct {
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
-	sockets sync.WaitGroup // WebSocket connections being served
+	sockets sync.WaitGroup              // WebSocket connections being served
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
-	replays replaySlots    // WebSocket replays under way, per user
-	prom    http.Handler      // the Prometheus registry, in its text format
-	scraper [sha256.Size]byte // SHA-256 of MetricsToken
+	replays replaySlots                 // WebSocket replays under way, per user
+	prom    http.Handler                // the Prometheus registry, in its text format
+	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
 }
 
 // New returns a Server with every route in place.
