@@ -68,6 +68,10 @@ type Options struct {
 	ReceiverBodyTimeout, BodyTimeout time.Duration
 	GitHubSecret                     string // checks X-Hub-Signature-256 when set
 	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
+
+	// Now is the server's clock (token expiry, rate-limit headers, when a
+	// token was last used); nil means time.Now. Tests pass one they move.
+	Now func() time.Time
 }
 
 // Server is Perch's HTTP handler.
@@ -105,6 +109,9 @@ func New(o Options) *Server {
 	}
 	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	s := &Server{
 		store:   o.Store,
 		log:     o.Logger,
@@ -113,7 +120,7 @@ func New(o Options) *Server {
 		opts:    o,
 		admins:  map[string]bool{},
 		mux:     http.NewServeMux(),
-		now:     time.Now,
+		now:     o.Now,
 		mailer:  o.Mailer,
 		fanout:  o.Fanout,
 		hub:     o.Hub,
