@@ -15,6 +15,11 @@ const (
 	RefreshTokenPrefix = "prf_"
 )
 
+// SessionCookie is the cookie that carries a dashboard session's access
+// token; the API and the WebSocket accept it where no Authorization header
+// is sent.
+const SessionCookie = "perch_session"
+
 // MaxTokenLabelLen is the longest API or webhook token label.
 const MaxTokenLabelLen = 100
 

@@ -22,6 +22,7 @@ import (
 	"github.com/perch-dev/perch/internal/ratelimit"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/web"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -123,7 +124,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Listen, err)
 	}
-	servers := []*http.Server{newHTTPServer(srv, logger)}
+	// The dashboard beside the API: it calls the API in-process, and one
+	// outer middleware logs and counts each request once.
+	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger})
+	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
 	if c.MetricsListen != "" {
 		mln, err := net.Listen("tcp", c.MetricsListen)

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,7 +43,7 @@ type deviceStatusAnswer struct {
 	*authResponse
 }
 
-// deviceAnswer is the body of complete, as JSON or as a form.
+// deviceAnswer is the body of complete.
 type deviceAnswer struct {
 	SessionID string `json:"session_id"`
 	Action    string `json:"action"`    // "approve" (the default) or "deny"
@@ -81,9 +79,8 @@ func (s *Server) devicePolling(next http.Handler) http.Handler {
 	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return "device-poll-ip:" + s.clientIP(r).String() })
 }
 
-// deviceAuthorize starts a desktop sign-in. A browser (Accept prefers HTML)
-// is sent on to the verification page (and nobody learns the user code, so
-// only the loopback callback can complete it); the app gets JSON.
+// deviceAuthorize starts a desktop sign-in and tells the app the page to
+// open and the user code to show.
 func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
 	req, err := perch.ParseDeviceAuthorize(r.URL.Query())
 	if err != nil {
@@ -96,10 +93,6 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	verify := s.opts.BaseURL + "/device?session_id=" + url.QueryEscape(d.ID)
-	if wantsHTML(r) {
-		http.Redirect(w, r, verify, http.StatusSeeOther)
-		return nil
-	}
 	return respond(w, http.StatusOK, deviceStart{SessionID: d.ID, VerificationURL: verify, UserCode: perch.FormatUserCode(code),
 		ExpiresIn: int(perch.DeviceSessionTTL.Seconds())})
 }
@@ -123,12 +116,12 @@ func (s *Server) deviceRequestInfo(w http.ResponseWriter, r *http.Request) error
 // and sends the browser back to the app: with a one-time code when
 // approved, with error=access_denied when denied. An approval with the
 // user code the app shows (checked: a wrong one is validation_failed)
-// also lets the app's status poll take the tokens. A form post is answered
-// 303 to the app's callback; JSON with the callback URL.
+// also lets the app's status poll take the tokens. The answer carries the
+// callback URL for the browser to be sent on to.
 func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	// Another site must not make a signed-in browser approve a sign-in the
 	// attacker started, whether by form post or by cookie.
-	if err := s.web.CheckOrigin(r); err != nil {
+	if err := s.checkOrigin(r); err != nil {
 		return err
 	}
 	p := principal(r)
@@ -137,7 +130,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	if p.APITokenID != "" {
 		return errDeviceAPIToken
 	}
-	in, form, err := readDeviceAnswer(r)
+	in, err := readDeviceAnswer(r)
 	if err != nil {
 		return err
 	}
@@ -159,10 +152,6 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		status, callback = perch.DeviceApproved, deviceCallback(d.Port, "session_id="+url.QueryEscape(d.ID)+"&code="+url.QueryEscape(code))
-	}
-	if form {
-		http.Redirect(w, r, callback, http.StatusSeeOther)
-		return nil
 	}
 	return respond(w, http.StatusOK, deviceCompleted{Status: status, RedirectURL: callback, UserCodeConfirmed: confirmed})
 }
@@ -202,19 +191,10 @@ func deviceCallback(port int, query string) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/callback?" + query
 }
 
-// readDeviceAnswer reads complete's body, a form or JSON, and reports which.
-func readDeviceAnswer(r *http.Request) (in deviceAnswer, form bool, err error) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if form = mt == "application/x-www-form-urlencoded"; form {
-		if err := r.ParseForm(); err != nil {
-			if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				return in, form, mbe
-			}
-			return in, form, perch.Errorf(perch.EBADREQUEST, "The form cannot be read.")
-		}
-		in.SessionID, in.Action, in.UserCode = r.PostForm.Get("session_id"), r.PostForm.Get("action"), r.PostForm.Get("user_code")
-	} else if err := decode(r, &in); err != nil {
-		return in, form, err
+// readDeviceAnswer reads complete's JSON body.
+func readDeviceAnswer(r *http.Request) (in deviceAnswer, err error) {
+	if err := decode(r, &in); err != nil {
+		return in, err
 	}
 	p := perch.Problems{}
 	if strings.TrimSpace(in.SessionID) == "" {
@@ -223,7 +203,7 @@ func readDeviceAnswer(r *http.Request) (in deviceAnswer, form bool, err error) {
 	if in.Action != "" && in.Action != "approve" && in.Action != "deny" {
 		p.Add("action", `must be "approve" or "deny"`)
 	}
-	return in, form, badRequest(p)
+	return in, badRequest(p)
 }
 
 // deviceExchange hands out the tokens of an approved sign-in, once, to the
@@ -355,51 +335,4 @@ func badRequest(p perch.Problems) error {
 		return nil
 	}
 	return &perch.Error{Code: perch.EBADREQUEST, Message: "The request is missing or has invalid parameters.", Fields: p}
-}
-
-// wantsHTML reports whether the Accept header prefers an HTML page to JSON,
-// as a browser's does. No Accept header, */* alone, or a tie means JSON: the
-// API answers JSON unless asked otherwise.
-func wantsHTML(r *http.Request) bool {
-	accept := strings.Join(r.Header.Values("Accept"), ",")
-	html := acceptQuality(accept, "text/html")
-	return html > 0 && html > acceptQuality(accept, "application/json")
-}
-
-// acceptQuality returns the q value the Accept header gives mediaType, from
-// its most specific matching range (type/subtype over type/* over */*,
-// RFC 9110 §12.5.1); 0 when no range matches.
-func acceptQuality(accept, mediaType string) float64 {
-	typ, _, _ := strings.Cut(mediaType, "/")
-	best, bestRank := 0.0, -1
-	for part := range strings.SplitSeq(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		rank := -1
-		switch mt {
-		case mediaType:
-			rank = 2
-		case typ + "/*":
-			rank = 1
-		case "*/*":
-			rank = 0
-		}
-		if rank < 0 {
-			continue
-		}
-		q := 1.0
-		if v, ok := params["q"]; ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f <= 1 {
-				q = f
-			} else {
-				q = 0 // unreadable: ignore the range
-			}
-		}
-		if rank > bestRank || rank == bestRank && q > best {
-			best, bestRank = q, rank
-		}
-	}
-	return best
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -113,26 +112,21 @@ func (a *api) deviceStatus(app *deviceApp, verifier string) *response {
 	return a.call("GET", "/api/v1/auth/device/status/"+app.session+"?code_verifier="+url.QueryEscape(verifier), "", nil)
 }
 
-// form posts v as an HTML form would, and decodes a JSON answer.
-func (a *api) form(path, token string, v url.Values, headers ...string) *response {
+// complete answers a sign-in as token's user, with the fields of v.
+func (a *api) complete(token string, v url.Values, headers ...string) *response {
 	a.t.Helper()
-	req := httptest.NewRequest("POST", path, strings.NewReader(v.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	body := map[string]string{}
+	for k := range v {
+		body[k] = v.Get(k)
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	a.srv.ServeHTTP(rec, req)
-	res := &response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
-	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(rec.Body.Bytes(), &res.Body); err != nil {
-			a.t.Fatalf("POST %s: body is not JSON: %v\n%s", path, err, rec.Body)
-		}
-	}
-	return res
+	return a.call("POST", "/api/v1/auth/device/complete", token, body, headers...)
+}
+
+// redirectURL is where complete's answer sends the browser.
+func redirectURL(tb testing.TB, res *response) string {
+	tb.Helper()
+	u, _ := expect(tb, res, 200).data()["redirect_url"].(string)
+	return u
 }
 
 // wantSignedIn checks that d is a sign-in of acc whose tokens work.
@@ -186,28 +180,24 @@ func TestDeviceSignIn(t *testing.T) {
 	})
 }
 
-func TestDeviceCompleteByForm(t *testing.T) {
+func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		res := a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "same-origin")
-		if res.Status != 303 {
-			t.Fatalf("status = %d, want 303: %s", res.Status, res.Raw)
-		}
-		loc := res.Header.Get("Location")
+		loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "same-origin"))
 		prefix := "http://127.0.0.1:53682/callback?session_id=" + app.session + "&code="
 		code, ok := strings.CutPrefix(loc, prefix)
 		if !ok || !strings.HasPrefix(code, perch.DeviceCodePrefix) || len(code) != len(perch.DeviceCodePrefix)+52 {
-			t.Fatalf("Location = %q, want %s<code>", loc, prefix)
+			t.Fatalf("redirect_url = %q, want %s<code>", loc, prefix)
 		}
 		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
 
-		// Denied by form: back to the app with access_denied.
+		// Denied: back to the app with access_denied.
 		app = a.startDevice(1024)
-		res = a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}, "action": {"deny"}})
-		if want := "http://127.0.0.1:1024/callback?error=access_denied&session_id=" + app.session; res.Status != 303 || res.Header.Get("Location") != want {
-			t.Fatalf("deny by form = %d %q, want 303 %q", res.Status, res.Header.Get("Location"), want)
+		if got, want := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}, "action": {"deny"}})),
+			"http://127.0.0.1:1024/callback?error=access_denied&session_id="+app.session; got != want {
+			t.Fatalf("deny = %q, want %q", got, want)
 		}
 		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "denied" {
 			t.Fatalf("status = %v", st)
@@ -220,8 +210,17 @@ func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "cross-site"), 403)
-		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}}, "Origin", "https://evil.example"), 403)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "cross-site"), 403)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Origin", "https://evil.example"), 403)
+		// The API speaks JSON only: a form is not read.
+		form := httptest.NewRequest("POST", "/api/v1/auth/device/complete", strings.NewReader("session_id="+app.session))
+		form.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		form.Header.Set("Authorization", "Bearer "+ada.Access)
+		rec := httptest.NewRecorder()
+		a.srv.ServeHTTP(rec, form)
+		if rec.Code != 400 {
+			t.Fatalf("a form post to the API: %d, want 400", rec.Code)
+		}
 		// A JSON body sent as text/plain needs no preflight: refused too.
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, `{"session_id":"`+app.session+`"}`, "Sec-Fetch-Site", "cross-site"), 403)
 		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
@@ -241,46 +240,14 @@ func TestDeviceCompleteRefusesAPITokens(t *testing.T) {
 	})
 }
 
-func TestDeviceAuthorizeFromABrowser(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s)
-		v := newVerifier()
-		res := a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(v), "", nil, "Accept", chromeAccept)
-		loc := res.Header.Get("Location")
-		id, ok := strings.CutPrefix(loc, "http://perch.test/device?session_id=")
-		if res.Status != 303 || !ok || !strings.HasPrefix(id, perch.DeviceSessionPrefix) {
-			t.Fatalf("authorize from a browser = %d %q, want 303 to the verification page", res.Status, loc)
-		}
-		app := &deviceApp{port: 53682, verifier: v, session: id}
-		if st := expect(t, a.deviceStatus(app, v), 200).data(); st["status"] != "pending" {
-			t.Fatalf("status = %v", st)
-		}
-	})
-}
-
-func TestDeviceWantsHTML(t *testing.T) {
-	for accept, want := range map[string]bool{
-		"":                                   false,
-		"*/*":                                false,
-		"application/json":                   false,
-		"application/json, text/html":        false, // a tie: JSON
-		"text/html":                          true,
-		"text/*":                             true,
-		chromeAccept:                         true,
-		"text/html;q=0.5, application/json":  false,
-		"application/json;q=0.5, text/html":  true,
-		"text/html;q=0":                      false,
-		"text/html;q=nonsense, */*;q=0.1":    false,
-		"application/*;q=0.2, text/html":     true,
-		"text/plain, application/json;q=0.9": false,
-	} {
-		r := httptest.NewRequest("GET", "/", nil)
-		if accept != "" {
-			r.Header.Set("Accept", accept)
-		}
-		if got := wantsHTML(r); got != want {
-			t.Errorf("wantsHTML(Accept: %q) = %v, want %v", accept, got, want)
-		}
+// TestDeviceAuthorizeAnswersJSONEvenToABrowser: the API speaks JSON; the
+// page to open is in the answer, not a redirect.
+func TestDeviceAuthorizeAnswersJSONEvenToABrowser(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	v := newVerifier()
+	res := expect(t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(v), "", nil, "Accept", chromeAccept), 200)
+	if u, _ := res.data()["verification_url"].(string); !strings.HasPrefix(u, "http://perch.test/device?session_id=") {
+		t.Fatalf("verification_url = %q", u)
 	}
 }
 
@@ -382,7 +349,7 @@ func TestDeviceCompleteBadBodies(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
 		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{}), 400), "session_id")
-		wantField(t, expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{}), 400), "session_id")
+		wantField(t, expect(t, a.complete(ada.Access, url.Values{}), 400), "session_id")
 		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "maybe"}), 400), "action")
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, "not json"), 400)
 	})
@@ -452,7 +419,7 @@ func TestDeviceSignInExpires(t *testing.T) {
 		if !strings.Contains(res.Raw, "expired") {
 			t.Fatalf("complete after expiry: %s", res.Raw)
 		}
-		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {late.session}, "action": {"deny"}}), 400)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {late.session}, "action": {"deny"}}), 400)
 		res = expect(t, a.exchange(approved, code, approved.verifier), 400)
 		if !strings.Contains(res.Raw, "expired") {
 			t.Fatalf("exchange after expiry: %s", res.Raw)
@@ -502,7 +469,7 @@ func TestDeviceUnknownSession(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		ghost := &deviceApp{port: 53682, verifier: rfcVerifier, session: "dev_unknown"}
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": ghost.session}), 404)
-		expect(t, a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {ghost.session}, "action": {"deny"}}), 404)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {ghost.session}, "action": {"deny"}}), 404)
 		expect(t, a.exchange(ghost, perch.DeviceCodePrefix+"guess", ghost.verifier), 404)
 		expect(t, a.deviceStatus(ghost, ghost.verifier), 404)
 	})

@@ -26,12 +26,9 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		attacker := a.startDevice(53682, "RemoteAddr", "203.0.113.66:4000")
 
 		// The victim approves, by the dashboard's form and without a code.
-		res := a.form("/api/v1/auth/device/complete", victim.Access, url.Values{"session_id": {attacker.session}}, "Sec-Fetch-Site", "same-origin")
-		if res.Status != 303 {
-			t.Fatalf("the victim's approval: %d %s", res.Status, res.Raw)
-		}
-		if q := attacker.callback(t, res.Header.Get("Location")); q.Get("code") == "" {
-			t.Fatalf("the approval sent the browser to %q", res.Header.Get("Location"))
+		loc := redirectURL(t, a.complete(victim.Access, url.Values{"session_id": {attacker.session}}, "Sec-Fetch-Site", "same-origin"))
+		if q := attacker.callback(t, loc); q.Get("code") == "" {
+			t.Fatalf("the approval sent the browser to %q", loc)
 		}
 
 		// The attacker polls, as often as they like: approved, but only for
@@ -88,11 +85,10 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 			a.wantSignedIn(st, ada)
 		}
 
-		// By the form too (the API's own form post).
+		// Approved with the code: the callback gets a code too.
 		app := a.startDevice(53682)
-		res := a.form("/api/v1/auth/device/complete", ada.Access, url.Values{"session_id": {app.session}, "user_code": {app.userCode}})
-		if res.Status != 303 || app.callback(t, res.Header.Get("Location")).Get("code") == "" {
-			t.Fatalf("approval by form with the code: %d %q", res.Status, res.Header.Get("Location"))
+		if loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}, "user_code": {app.userCode}})); app.callback(t, loc).Get("code") == "" {
+			t.Fatalf("approval with the code sent the browser to %q", loc)
 		}
 		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
 	})
@@ -120,7 +116,7 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 				t.Fatalf("fields = %v", res.fields())
 			}
 		}
-		wantField(t, expect(t, a.form("/api/v1/auth/device/complete", ada.Access,
+		wantField(t, expect(t, a.complete(ada.Access,
 			url.Values{"session_id": {app.session}, "user_code": {"ZZZZ-ZZZZ"}}), 422), "user_code")
 		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
 			t.Fatalf("status after wrong codes = %v", st)

@@ -12,13 +12,24 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
-	"github.com/perch-dev/perch/internal/web"
 )
 
 // apiTokenTouchEvery bounds how often a token's last_verified_at is written.
 const apiTokenTouchEvery = time.Minute
 
 var errNoCredential = perch.Errorf(perch.EUNAUTHORIZED, "Sign in first: send Authorization: Bearer <access token or API token>.")
+
+// checkOrigin refuses a state-changing request from another site. A
+// browser sends the session cookie whichever site made the request, so a
+// request that signs in by cookie must come from this server's own pages
+// (Go's CrossOriginProtection: Sec-Fetch-Site, else Origin against Host or
+// the public address).
+func (s *Server) checkOrigin(r *http.Request) error {
+	if err := s.origins.Check(r); err != nil {
+		return perch.Errorf(perch.EFORBIDDEN, "Cross-origin request refused: send it from Perch's own pages.")
+	}
+	return nil
+}
 
 // principal returns who the request acts for; only valid behind authenticate.
 func principal(r *http.Request) *perch.Principal {
@@ -52,11 +63,11 @@ func (s *Server) principalFromRequest(r *http.Request) (*perch.Principal, error)
 		}
 		return s.principalFromToken(r.Context(), raw)
 	}
-	c, err := r.Cookie(web.SessionCookie)
+	c, err := r.Cookie(perch.SessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, errNoCredential
 	}
-	if err := s.web.CheckOrigin(r); err != nil {
+	if err := s.checkOrigin(r); err != nil {
 		return nil, err
 	}
 	return s.principalFromToken(r.Context(), c.Value)

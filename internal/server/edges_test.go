@@ -88,6 +88,40 @@ func TestPanicsBecomeQuiet500s(t *testing.T) {
 	}
 }
 
+// TestEveryResponseSaysNoSniff: whatever the API answers, and however, the
+// browser is told not to guess the content type (the dashboard's pages and
+// assets are checked in internal/web).
+func TestEveryResponseSaysNoSniff(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	a.srv.mux.Handle("GET /test/panic", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error { panic("boom") }))
+	for _, c := range []struct {
+		method, path, token string
+		body                any
+		status              int
+	}{
+		{"GET", "/api/v1/billing/plans", "", nil, 200},
+		{"GET", "/api/v1/users/me", ada.Access, nil, 200},
+		{"GET", "/api/v1/users/me", "", nil, 401},
+		{"DELETE", "/api/v1/tokens/nope", ada.Access, nil, 404},
+		{"PUT", "/api/v1/tokens", ada.Access, nil, 405},
+		{"POST", "/webhooks/inbound", "", map[string]string{"title": "Hi"}, 200},
+		{"POST", "/webhooks/inbound?token=whk_nope", "", map[string]string{"title": "Hi"}, 401},
+		{"GET", "/healthz", "", nil, 200},
+		{"GET", "/metrics", "", nil, 200},
+		{"GET", "/no-such-page", "", nil, 404},
+		{"GET", "/test/panic", "", nil, 500},
+	} {
+		res := a.call(c.method, c.path, c.token, c.body)
+		if res.Status != c.status {
+			t.Errorf("%s %s: status %d, want %d: %.200s", c.method, c.path, res.Status, c.status, res.Raw)
+		}
+		if got := res.Header.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q, want nosniff", c.method, c.path, got)
+		}
+	}
+}
+
 func TestRequestIDsAreTheCallersOnlyWhenPlain(t *testing.T) {
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	a.srv.mux.Handle("GET /test/fail", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error {

@@ -70,6 +70,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		UserLimit:          perch.Limit{Count: 1000, Period: time.Minute},
 		AuthLimit:          perch.Limit{Count: 1000, Period: time.Minute},
 		PasswordParams:     fastHashes,
+		Now:                clock.Now,
 	}
 	for _, f := range adjust {
 		f(&o)
@@ -82,7 +83,6 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
 	t.Cleanup(func() { stopWriter(); <-writerDone })
 	srv := New(o)
-	srv.now = clock.Now
 	subCtx, unsubscribe := context.WithCancel(context.Background())
 	if err := o.Fanout.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
 		t.Fatal(err)

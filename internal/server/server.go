@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"sync"
 	"time"
 
@@ -23,7 +24,6 @@ import (
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/store"
-	"github.com/perch-dev/perch/internal/web"
 )
 
 // DefaultMaxDeliveryNotifications is how many notifications one delivery may
@@ -68,6 +68,10 @@ type Options struct {
 	ReceiverBodyTimeout, BodyTimeout time.Duration
 	GitHubSecret                     string // checks X-Hub-Signature-256 when set
 	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
+
+	// Now is the server's clock (token expiry, rate-limit headers, when a
+	// token was last used); nil means time.Now. Tests pass one they move.
+	Now func() time.Time
 }
 
 // Server is Perch's HTTP handler.
@@ -79,19 +83,20 @@ type Server struct {
 	opts    Options
 	admins  map[string]bool
 	mux     *http.ServeMux
-	handler http.Handler
+	api     http.Handler // mux with body limits and panic recovery
+	handler http.Handler // api under observe
 	now     func() time.Time
 	mailer  mail.Sender
 	mailing sync.WaitGroup // mail being sent in the background
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
-	sockets sync.WaitGroup // WebSocket connections being served
-	tokens  *tokenCache    // webhook tokens by hash
-	replays replaySlots    // WebSocket replays under way, per user
-	web     *web.Dashboard
-	prom    http.Handler      // the Prometheus registry, in its text format
-	scraper [sha256.Size]byte // SHA-256 of MetricsToken
+	sockets sync.WaitGroup              // WebSocket connections being served
+	origins *http.CrossOriginProtection // of requests that sign in by cookie
+	tokens  *tokenCache                 // webhook tokens by hash
+	replays replaySlots                 // WebSocket replays under way, per user
+	prom    http.Handler                // the Prometheus registry, in its text format
+	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
 }
 
 // New returns a Server with every route in place.
@@ -104,6 +109,9 @@ func New(o Options) *Server {
 	}
 	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	s := &Server{
 		store:   o.Store,
 		log:     o.Logger,
@@ -112,7 +120,7 @@ func New(o Options) *Server {
 		opts:    o,
 		admins:  map[string]bool{},
 		mux:     http.NewServeMux(),
-		now:     time.Now,
+		now:     o.Now,
 		mailer:  o.Mailer,
 		fanout:  o.Fanout,
 		hub:     o.Hub,
@@ -121,19 +129,43 @@ func New(o Options) *Server {
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 	}
-	// The dashboard calls the API in-process, through the same middleware
-	// as any client.
-	s.web = web.New(web.Options{API: s, BaseURL: o.BaseURL, Logger: o.Logger})
+	s.origins = http.NewCrossOriginProtection()
+	if u, err := url.Parse(o.BaseURL); err == nil && u.Host != "" {
+		s.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+	}
 	for _, e := range o.AdminEmails {
 		s.admins[perch.NormalizeEmail(e)] = true
 	}
 	s.routes()
-	s.handler = s.observe(s.recoverPanics(s.limitBodies(s.mux)))
+	s.api = s.recoverPanics(s.limitBodies(s.mux))
+	s.handler = s.observe(s.api)
 	return s
 }
 
-// ServeHTTP serves one request.
+// ServeHTTP serves one request of the API alone: anything that is not one
+// of its routes is a 404 in the error shape.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// API is the API without the outer middleware (request id, log line,
+// metrics), for the dashboard's in-process calls: a page is logged and
+// counted once, as the request the browser made, not once per call.
+func (s *Server) API() http.Handler { return s.api }
+
+// WithPages serves the API's paths (see apiPaths) with the API and every
+// other path with pages, the dashboard, under one outer middleware: one
+// request id, log line and metric per request whichever serves it.
+func (s *Server) WithPages(pages http.Handler) http.Handler {
+	top := http.NewServeMux()
+	for _, p := range apiPaths {
+		top.Handle(p, s.mux)
+	}
+	top.Handle("/", pages)
+	return s.observe(s.recoverPanics(s.limitBodies(top)))
+}
+
+// apiPaths are the paths the API serves; everything else is the
+// dashboard's.
+var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics"}
 
 // Close ends what the HTTP server's Shutdown does not: it closes every
 // WebSocket with 1001 (going away) so clients reconnect elsewhere, and waits

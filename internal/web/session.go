@@ -17,7 +17,7 @@ import (
 // see it: a page whose access token has expired sends the browser to renew
 // it (see renew).
 const (
-	SessionCookie = "perch_session"
+	SessionCookie = perch.SessionCookie
 	RefreshCookie = "perch_refresh"
 	RefreshPath   = "/session"
 )

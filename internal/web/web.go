@@ -38,8 +38,9 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Dashboard serves the pages.
+// Dashboard serves the pages; routes.go lists them.
 type Dashboard struct {
+	mux     *http.ServeMux
 	api     http.Handler
 	base    string
 	secure  bool // cookies only over https
@@ -54,6 +55,7 @@ type Dashboard struct {
 // panics at start-up rather than on a visit.
 func New(o Options) *Dashboard {
 	d := &Dashboard{
+		mux:     http.NewServeMux(),
 		api:     o.API,
 		base:    strings.TrimRight(o.BaseURL, "/"),
 		secure:  strings.HasPrefix(o.BaseURL, "https://"),
@@ -83,23 +85,27 @@ func New(o Options) *Dashboard {
 		d.pages[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, name))
 	}
 	d.assets, _ = fs.Sub(assetFiles, "assets")
+	d.routes()
 	return d
 }
 
-// CheckOrigin refuses a state-changing request from another site: the
+// ServeHTTP serves one page request.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.ServeHTTP(w, r) }
+
+// checkOrigin refuses a state-changing request from another site: the
 // browser sends the session cookie along, so the cookie alone proves
-// nothing. The API calls it for requests that sign in by cookie.
-func (d *Dashboard) CheckOrigin(r *http.Request) error {
+// nothing.
+func (d *Dashboard) checkOrigin(r *http.Request) error {
 	if err := d.origins.Check(r); err != nil {
 		return perch.Errorf(perch.EFORBIDDEN, "Cross-origin request refused: send it from the dashboard's own pages.")
 	}
 	return nil
 }
 
-// Assets serves the embedded stylesheet, script and icons under /assets/,
+// asset serves the embedded stylesheet, script and icons under /assets/,
 // one file at a time: a directory is not listed but not found, like a file
-// that is not there (the caller writes the error).
-func (d *Dashboard) Assets(w http.ResponseWriter, r *http.Request) error {
+// that is not there.
+func (d *Dashboard) asset(w http.ResponseWriter, r *http.Request, _ *call) error {
 	notFound := perch.Errorf(perch.ENOTFOUND, "There is nothing at %s.", r.URL.Path)
 	name, ok := strings.CutPrefix(r.URL.Path, "/assets/")
 	if !ok || !fs.ValidPath(name) || name == "." {
@@ -118,6 +124,11 @@ func (d *Dashboard) Assets(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	http.ServeContent(w, r, name, info.ModTime(), content)
 	return nil
+}
+
+// notFound answers a path that is no page.
+func (d *Dashboard) notFound(_ http.ResponseWriter, r *http.Request, _ *call) error {
+	return perch.Errorf(perch.ENOTFOUND, "There is no page at %s.", r.URL.Path)
 }
 
 // view is what every page template gets.
@@ -163,7 +174,7 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 		w.Header().Set("Referrer-Policy", "same-origin")
 		w.Header().Set("Content-Security-Policy", d.csp)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if err := d.CheckOrigin(r); err != nil {
+			if err := d.checkOrigin(r); err != nil {
 				http.Error(w, perch.ErrorMessage(err), http.StatusForbidden)
 				return
 			}
@@ -314,6 +325,11 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.RemoteAddr = t.from.RemoteAddr
 	req.RequestURI = req.URL.RequestURI()
+	// The page's request id, so the API's log lines of the call say which
+	// page they served.
+	if id := t.from.Header.Get("X-Request-Id"); id != "" {
+		req.Header.Set("X-Request-Id", id)
+	}
 	if xff := t.from.Header.Get("X-Forwarded-For"); xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
 	}

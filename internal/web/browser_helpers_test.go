@@ -1,11 +1,9 @@
-package server
+package web_test
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
@@ -56,27 +55,15 @@ func chromiumPath(tb testing.TB) string {
 	return ""
 }
 
-// liveDashboard serves a fresh server (SQLite) on a real listener whose
-// address is known before the server is built, so that BaseURL, and with it
-// every link, receiver URL and the trusted origin, is the address the
-// browser uses. It returns the server and that base URL.
-func liveDashboard(t *testing.T) (*api, string) {
+// liveDashboard serves a fresh site (SQLite) whose public address is the
+// address of its listener, known before the server is built, so that every
+// link, receiver URL and the trusted origin is the address the browser
+// uses. It returns the site and that base URL.
+func liveDashboard(t *testing.T) (*site, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	base := "http://" + ln.Addr().String()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.BaseURL = base })
-	ts := httptest.NewUnstartedServer(a.srv)
-	ts.Listener.Close()
-	ts.Listener = ln
-	ts.Start()
-	t.Cleanup(func() {
-		// WebSockets first: they would keep ts.Close waiting.
-		a.srv.Close(context.Background())
-		ts.Close()
-	})
+	a := newSiteOn(t, ln, storetest.New(t, store.SQLite), func(o *server.Options) { o.BaseURL = base })
 	return a, base
 }
 

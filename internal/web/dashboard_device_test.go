@@ -1,7 +1,11 @@
-package server
+package web_test
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,12 +20,102 @@ func signInBrowser(t *testing.T, b *browser, acc *account) {
 	b.post("/signin", url.Values{"email": {acc.Email}, "password": {goodPassword}}).expect(t, 303, "/notifications")
 }
 
+// deviceApp is the desktop app's side of one sign-in.
+type deviceApp struct {
+	port     int
+	verifier string
+	session  string
+	userCode string // BCDF-GHJK, as the app shows it
+}
+
+// userCodeForm is the form of a user code as the server hands it out.
+var userCodeForm = regexp.MustCompile(`^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`)
+
+// startDevice starts a sign-in the way the app does and checks the answer;
+// extra are more query parameters, in pairs, and headers ("RemoteAddr" too).
+func (a *site) startDevice(port int, extra ...string) *deviceApp {
+	a.t.Helper()
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	app := &deviceApp{port: port, verifier: base64.RawURLEncoding.EncodeToString(raw)}
+	q := url.Values{"port": {strconv.Itoa(port)}, "code_challenge": {perch.S256Challenge(app.verifier)}, "code_challenge_method": {"S256"}}
+	headers := []string{"Accept", "application/json"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i] == "RemoteAddr" {
+			headers = append(headers, extra[i], extra[i+1])
+		} else {
+			q.Set(extra[i], extra[i+1])
+		}
+	}
+	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).data()
+	app.session, _ = d["session_id"].(string)
+	app.userCode, _ = d["user_code"].(string)
+	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
+		a.t.Fatalf("session_id = %v", d["session_id"])
+	}
+	if d["verification_url"] != "http://perch.test/device?session_id="+app.session || d["expires_in"] != 600.0 || !userCodeForm.MatchString(app.userCode) {
+		a.t.Fatalf("authorize = %v", d)
+	}
+	return app
+}
+
+// approve has acc approve app's sign-in through the API, without typing
+// the user code, and returns the code the callback URL carries.
+func (a *site) approve(acc *account, app *deviceApp) string {
+	a.t.Helper()
+	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, map[string]string{"session_id": app.session}), 200).data()
+	if d["status"] != "approved" || d["user_code_confirmed"] != false {
+		a.t.Fatalf("complete = %v", d)
+	}
+	q := app.callback(a.t, d["redirect_url"].(string))
+	if q.Get("session_id") != app.session || !strings.HasPrefix(q.Get("code"), perch.DeviceCodePrefix) {
+		a.t.Fatalf("callback query = %v", q)
+	}
+	return q.Get("code")
+}
+
+// callback checks that link is app's loopback callback and returns its query.
+func (app *deviceApp) callback(tb testing.TB, link string) url.Values {
+	tb.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Scheme != "http" || u.Host != "127.0.0.1:"+strconv.Itoa(app.port) || u.Path != "/callback" {
+		tb.Fatalf("redirect %q is not http://127.0.0.1:%d/callback", link, app.port)
+	}
+	return u.Query()
+}
+
+func (a *site) exchange(app *deviceApp, code, verifier string) *response {
+	a.t.Helper()
+	return a.call("POST", "/api/v1/auth/device/exchange", "", map[string]string{"session_id": app.session, "code": code, "code_verifier": verifier})
+}
+
+func (a *site) deviceStatus(app *deviceApp, verifier string) *response {
+	a.t.Helper()
+	return a.call("GET", "/api/v1/auth/device/status/"+app.session+"?code_verifier="+url.QueryEscape(verifier), "", nil)
+}
+
+// wantSignedIn checks that d is a sign-in of acc whose tokens work.
+func (a *site) wantSignedIn(d map[string]any, acc *account) {
+	a.t.Helper()
+	u, _ := d["user"].(map[string]any)
+	access, _ := d["access_token"].(string)
+	refresh, _ := d["refresh_token"].(string)
+	if u["id"] != acc.ID || !strings.HasPrefix(access, perch.AccessTokenPrefix) || !strings.HasPrefix(refresh, perch.RefreshTokenPrefix) ||
+		d["token_type"] != "Bearer" || d["expires_in"] != 900.0 {
+		a.t.Fatalf("sign-in = %v", d)
+	}
+	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.data()["id"] != acc.ID {
+		a.t.Fatalf("me = %v", me.data())
+	}
+	expect(a.t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 200)
+}
+
 // TestDashboardDevicePageShowsTheRequest: the approval page says what is
 // being approved (the app's name, escaped; when; from which address) and
 // asks for the code the app shows, which it never shows itself.
 func TestDashboardDevicePageShowsTheRequest(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	ada := a.register("Ada")
 	signInBrowser(t, b, ada)
 	asked := a.clock.Now()
@@ -61,8 +155,8 @@ func TestDashboardDevicePageShowsTheRequest(t *testing.T) {
 // callback completes it; a wrong code approves nothing and says so.
 func TestDashboardDeviceApproval(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s)
-		b := newBrowser(t, a.live())
+		a := newSite(t, s)
+		b := newBrowser(t, a.ts)
 		ada := a.register("Ada")
 		signInBrowser(t, b, ada)
 

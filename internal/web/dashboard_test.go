@@ -1,4 +1,4 @@
-package server
+package web_test
 
 import (
 	"io"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/web"
@@ -88,8 +89,8 @@ func signUpInBrowser(t *testing.T, b *browser, name string) {
 }
 
 func TestDashboardSendsVisitorsToSignInAndBack(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	b.get("/").expect(t, 303, "/signin")
 	b.get("/org?tab=teams").expect(t, 303, "/signin?next=%2Forg%3Ftab%3Dteams")
 	a.register("Ada")
@@ -103,8 +104,8 @@ func TestDashboardSendsVisitorsToSignInAndBack(t *testing.T) {
 }
 
 func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {"not-an-address"}, "password": {"short"}})
 	p.expect(t, 400, "").contains(t, `value="Ada"`, `value="not-an-address"`, `class="problem"`)
 	if strings.Contains(p.Body, `value="short"`) {
@@ -115,8 +116,8 @@ func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
 }
 
 func TestDashboardSessionCookies(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.BaseURL = "https://perch.test" })
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.BaseURL = "https://perch.test" })
+	b := newBrowser(t, a.ts)
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {emailFor("Ada")}, "password": {goodPassword}})
 	p.expect(t, 303, "/notifications")
 	got := map[string]*http.Cookie{} // by name and path
@@ -158,8 +159,8 @@ func (b *browser) sentCookie(path, name string) string {
 }
 
 func TestDashboardRenewsAnExpiredSession(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	for _, path := range []string{"/", "/profile", "/api/v1/notifications", "/ws", "/sessions", "/signout"} {
 		if b.sentCookie(path, web.RefreshCookie) != "" {
@@ -222,8 +223,8 @@ func TestDashboardRenewsAnExpiredSession(t *testing.T) {
 }
 
 func TestDashboardSessionThatEndedElsewhere(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	refresh := b.sentCookie("/session/refresh", web.RefreshCookie)
 	expect(t, a.call("POST", "/api/v1/auth/logout", "", map[string]string{"refresh_token": refresh}), 204)
@@ -248,8 +249,8 @@ func TestDashboardSessionThatEndedElsewhere(t *testing.T) {
 // refresh cookie moved under /session has it on "/"; its first renewal
 // puts it under /session and removes the old one.
 func TestDashboardMovesAnOldRefreshCookie(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	ada := a.register("Ada")
 	u, _ := url.Parse(b.ts.URL + "/")
 	b.http.Jar.SetCookies(u, []*http.Cookie{
@@ -275,8 +276,8 @@ func TestDashboardMovesAnOldRefreshCookie(t *testing.T) {
 }
 
 func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	cross := []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}
 	b.post("/api-tokens", url.Values{"label": {"stolen"}}, cross...).expect(t, 403, "")
@@ -291,8 +292,8 @@ func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
 }
 
 func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	p := b.post("/webhook-tokens", url.Values{"label": {"Prod"}, "sender": {"monitoring"}, "scope": {"user"}}).expect(t, 200, "")
 	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "curl -X POST")
@@ -310,8 +311,8 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 }
 
 func TestDashboardOrganisationForms(t *testing.T) {
-	a := newAPI(t, storetest.New(t, store.SQLite))
-	b := newBrowser(t, a.live())
+	a := newSite(t, storetest.New(t, store.SQLite))
+	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	b.post("/org/teams", url.Values{"name": {"On call"}}).expect(t, 303, "/org")
 	p := b.post("/org/invitations", url.Values{"email": {"grace@example.com"}, "role": {"member"}}).expect(t, 200, "")

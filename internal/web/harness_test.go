@@ -1,0 +1,291 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/ingest"
+	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/mail/mailtest"
+	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/server"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/web"
+)
+
+// site is a whole Perch as cmd/perch serve composes it: the API
+// (server.New) and the dashboard (web.New, calling the API in-process)
+// under server.WithPages, on a real listener, over a real store, with real
+// mail (mailtest), fan-out, hub and ingest writer. Tests reach it over HTTP
+// only, as browsers and clients do.
+type site struct {
+	t       testing.TB
+	srv     *server.Server
+	ts      *httptest.Server
+	http    *http.Client // follows no redirects
+	store   *store.Store
+	clock   *storetest.Clock
+	logs    *syncWriter
+	mail    *mailtest.Server
+	metrics *prometheus.Registry
+}
+
+// newSite serves a site over s at http://127.0.0.1:<port>, with generous
+// rate limits and http://perch.test as its public address; adjust changes
+// the server's options before it is built.
+func newSite(t testing.TB, s *store.Store, adjust ...func(*server.Options)) *site {
+	t.Helper()
+	return newSiteOn(t, listen(t), s, adjust...)
+}
+
+// listen opens a loopback listener for a site.
+func listen(tb testing.TB) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ln
+}
+
+// fastHashes keep argon2id real but cheap in tests.
+var fastHashes = auth.Params{Memory: 64, Time: 1, Threads: 1}
+
+// newSiteOn is newSite on ln, whose address a test may need before the
+// site is built (to make it the public address).
+func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*server.Options)) *site {
+	t.Helper()
+	clock := storetest.NewClock()
+	s.Now = clock.Now
+	limits := ratelimit.NewMemory()
+	limits.Now = clock.Now
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	smtp := mailtest.Start(t)
+	cfg, err := mail.ParseURL(smtp.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.From = "Perch <perch@example.com>"
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	o := server.Options{
+		Store:              s,
+		Logger:             logger,
+		Metrics:            prometheus.NewRegistry(),
+		Fanout:             fanout.NewLocal(),
+		Hub:                hub.New(),
+		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
+		AnonymousBroadcast: true,
+		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
+		Limiter:            limits,
+		BaseURL:            "http://perch.test",
+		AdminEmails:        []string{"root@example.com"},
+		// call says where a request comes from through this proxy (see
+		// call), as a load balancer in front of Perch would.
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		UserLimit:      perch.Limit{Count: 1000, Period: time.Minute},
+		AuthLimit:      perch.Limit{Count: 1000, Period: time.Minute},
+		PasswordParams: fastHashes,
+		Now:            clock.Now,
+	}
+	for _, f := range adjust {
+		f(&o)
+	}
+	o.Ingest = ingest.New(s, o.Fanout, logger)
+	writerCtx, stopWriter := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
+	t.Cleanup(func() { stopWriter(); <-writerDone })
+	srv := server.New(o)
+	subCtx, unsubscribe := context.WithCancel(context.Background())
+	if err := o.Fanout.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
+		t.Fatal(err)
+	}
+
+	// As serve.go: the dashboard beside the API, one middleware around both.
+	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger})
+	ts := httptest.NewUnstartedServer(srv.WithPages(dashboard))
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(func() {
+		// WebSockets first: they would keep ts.Close waiting.
+		srv.Close(context.Background())
+		ts.Close()
+		unsubscribe()
+	})
+	client := &http.Client{Transport: ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &site{t: t, srv: srv, ts: ts, http: client, store: s, clock: clock, logs: logs, mail: smtp, metrics: o.Metrics}
+}
+
+// response is an answer with its body decoded when it is JSON.
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+// data returns the "data" member as an object.
+func (r *response) data() map[string]any {
+	d, _ := r.Body["data"].(map[string]any)
+	return d
+}
+
+// list returns the "data" member as a list of objects.
+func (r *response) list() []map[string]any {
+	items, _ := r.Body["data"].([]any)
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+// errorCode returns error.code, or "" for a success.
+func (r *response) errorCode() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// call sends a request over HTTP and does not follow a redirect; body may
+// be nil, a string (sent as is) or a value (sent as JSON). Extra headers
+// come in pairs. The request comes from 192.0.2.1, or from the address of
+// a "RemoteAddr" pair, through the loopback proxy the site trusts.
+func (a *site) call(method, path, token string, body any, headers ...string) *response {
+	a.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, a.ts.URL+path, r)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("X-Forwarded-For", "192.0.2.1")
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "RemoteAddr" {
+			host, _, _ := net.SplitHostPort(headers[i+1])
+			req.Header.Set("X-Forwarded-For", host)
+			continue
+		}
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	res, err := a.http.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	out := &response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &out.Body); err != nil {
+			a.t.Fatalf("%s %s: body is not JSON: %v\n%s", method, path, err, raw)
+		}
+	}
+	return out
+}
+
+// expect fails the test unless res has the given status (and, for errors,
+// the API's error shape with the code that goes with it).
+func expect(tb testing.TB, res *response, status int) *response {
+	tb.Helper()
+	if res.Status != status {
+		tb.Fatalf("status = %d, want %d; body: %s", res.Status, status, res.Raw)
+	}
+	if status >= 400 {
+		e, ok := res.Body["error"].(map[string]any)
+		if !ok || e["code"] == "" || e["message"] == "" {
+			tb.Fatalf("error body not in the error shape: %s", res.Raw)
+		}
+		if want := codeFor[status]; res.errorCode() != want {
+			tb.Fatalf("error code = %q, want %q", res.errorCode(), want)
+		}
+	}
+	return res
+}
+
+// codeFor is the error code that goes with each status (DESIGN.md §2).
+var codeFor = map[int]string{
+	400: perch.EBADREQUEST, 401: perch.EUNAUTHORIZED, 403: perch.EFORBIDDEN, 404: perch.ENOTFOUND,
+	405: perch.EMETHOD, 409: perch.ECONFLICT, 413: perch.ETOOLARGE, 422: perch.EVALIDATION,
+	429: perch.ERATELIMITED, 500: perch.EINTERNAL, 503: perch.EUNAVAILABLE,
+}
+
+// account is a registered user and their first sign-in.
+type account struct {
+	ID, Email, OrgID string
+	Access, Refresh  string
+}
+
+const goodPassword = "correct horse battery"
+
+// register signs up a user named name, with an address derived from it,
+// through the API.
+func (a *site) register(name string) *account {
+	a.t.Helper()
+	a.clock.Advance(time.Second) // sign-ups never share an instant
+	email := emailFor(name)
+	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": name, "email": email, "password": goodPassword}), 201)
+	d := res.data()
+	u := d["user"].(map[string]any)
+	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
+}
+
+// emailFor is the address register derives from a name.
+func emailFor(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
+}
+
+// syncWriter lets background goroutines (mail) log while a test reads.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
