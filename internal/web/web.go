@@ -205,33 +205,13 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 
 // fail shows an error page for what a handler could not recover from.
 func (d *Dashboard) fail(c *call, err error) {
-	status := statusOf(err, http.StatusInternalServerError)
+	status := perch.HTTPStatus(perch.ErrorCode(err))
 	msg := perch.ErrorMessage(err)
-	if status == http.StatusInternalServerError {
+	if status >= http.StatusInternalServerError {
 		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
 		msg = "Something went wrong on our side. Please try again."
 	}
 	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
-}
-
-// statusOf is the HTTP status of a page that shows err; fallback for codes
-// that have no status of their own here.
-func statusOf(err error, fallback int) int {
-	switch perch.ErrorCode(err) {
-	case perch.EBADREQUEST, perch.EVALIDATION:
-		return http.StatusBadRequest
-	case perch.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case perch.EFORBIDDEN:
-		return http.StatusForbidden
-	case perch.ENOTFOUND:
-		return http.StatusNotFound
-	case perch.ECONFLICT:
-		return http.StatusConflict
-	case perch.ERATELIMITED:
-		return http.StatusTooManyRequests
-	}
-	return fallback
 }
 
 // flash keeps a message for the next page the browser loads.
@@ -304,7 +284,7 @@ func (c *call) formError(name string, v view, err error) error {
 			v.Form[k] = vals
 		}
 	}
-	c.render(statusOf(err, http.StatusBadRequest), name, v)
+	c.render(perch.HTTPStatus(perch.ErrorCode(err)), name, v)
 	return nil
 }
 
