@@ -117,7 +117,7 @@ var closeStatus = map[string]websocket.StatusCode{
 // between replay and live delivery; frames the replay already sent are
 // skipped by id.
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principalFromRequest(r)
+	p, err := s.authenticated(w, r)
 	if err != nil {
 		return err
 	}
