@@ -24,6 +24,7 @@ const (
 	EINTERNAL     = "internal"           // 500: details are logged, never sent
 	EUNAVAILABLE  = "unavailable"        // 503: a dependency is down
 	EMETHOD       = "method_not_allowed" // 405
+	EUPGRADE      = "upgrade_required"   // 426: the WebSocket endpoint asked without a WebSocket handshake
 )
 
 // statuses are the HTTP statuses that answer each code.
@@ -35,6 +36,7 @@ var statuses = map[string]int{
 	EMETHOD:       405,
 	ECONFLICT:     409,
 	ETOOLARGE:     413,
+	EUPGRADE:      426,
 	EVALIDATION:   422,
 	ERATELIMITED:  429,
 	EINTERNAL:     500,
