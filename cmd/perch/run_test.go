@@ -268,12 +268,13 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_METRICS_TOKEN":       "short",
 
 		"PERCH_MAX_NOTIFICATIONS_PER_DELIVERY": "0",
+		"PERCH_REGIONS":                        "us=https://perch.example.com",
 	}
 	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
-	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY"} {
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY", "PERCH_REGIONS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}

@@ -81,8 +81,9 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/notifications/read", s.signedIn(s.markRead))
 	m.Handle("GET /ws", s.handle(s.websocket))
 
-	// Plans and announcements.
+	// Plans, regions and announcements.
 	m.Handle("GET /api/v1/billing/plans", s.handle(s.listPlans))
+	m.Handle("GET /api/v1/regions", s.handle(s.listRegions))
 	m.Handle("GET /api/v1/announcements", s.signedIn(s.listAnnouncements))
 	m.Handle("POST /api/v1/admin/announcements", s.allowed(perch.PlatformAdmin, s.createAnnouncement))
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))

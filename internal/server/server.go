@@ -53,6 +53,8 @@ type Options struct {
 	Ingest *ingest.Writer
 
 	BaseURL        string
+	Region         string         // this deployment's region, sent as X-Perch-Region; "" for none
+	Regions        []perch.Region // every region, for GET /api/v1/regions; empty: this one alone
 	AdminEmails    []string       // platform admins by address, besides those granted in the store
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
 	UserLimit      perch.Limit    // per signed-in user, on authenticated endpoints
