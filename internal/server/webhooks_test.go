@@ -269,6 +269,7 @@ func TestInboundValidationAndDefaults(t *testing.T) {
 			{"bad severity", `{"title": "x", "severity": "critical"}`, "severity"},
 			{"title not a string", `{"title": 42}`, "title"},
 			{"title too long", `{"title": "` + strings.Repeat("t", 201) + `"}`, "title"},
+			{"a link that is not the web", `{"title": "x", "url": "javascript:alert(1)"}`, "url"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				res := expect(t, a.whDeliver("/webhooks/inbound", raw, c.body), 400)
