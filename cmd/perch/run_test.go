@@ -359,3 +359,19 @@ func TestMetricsSettings(t *testing.T) {
 		t.Fatalf("flags: %+v %v", cfg, err)
 	}
 }
+
+// TestServeWarnsWhileTokenlessDeliveriesBroadcast: the default that lets
+// anyone with the address reach every user is said out loud at start-up.
+func TestServeWarnsWhileTokenlessDeliveriesBroadcast(t *testing.T) {
+	const warning = "webhook deliveries without a token are broadcast to every user"
+	on := &syncBuffer{}
+	startServerLogging(t, map[string]string{}, on)
+	if !strings.Contains(on.String(), warning) {
+		t.Fatalf("no warning with the default:\n%s", on)
+	}
+	off := &syncBuffer{}
+	startServerLogging(t, map[string]string{"PERCH_ANONYMOUS_BROADCAST": "false"}, off)
+	if strings.Contains(off.String(), warning) {
+		t.Fatalf("a warning with broadcasts off:\n%s", off)
+	}
+}

@@ -143,6 +143,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
+	if c.AnonymousBroadcast {
+		logger.Warn("webhook deliveries without a token are broadcast to every user (PERCH_ANONYMOUS_BROADCAST=true); " +
+			"set PERCH_ANONYMOUS_BROADCAST=false to require a token")
+	}
 
 	go prune(ctx, st, c.Retention, logger)
 

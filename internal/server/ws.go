@@ -383,7 +383,7 @@ func (so *socket) receipt(data []byte) {
 	defer cancel()
 	// The connection keeps the user's audience only, not the whole account:
 	// an idle connection should cost little.
-	u := &perch.User{ID: so.client.Audience.UserID, OrgID: so.client.Audience.OrgID}
+	u := &perch.User{ID: so.client.Audience.UserID, OrgID: so.client.Audience.OrgID, CreatedAt: so.client.Audience.Joined}
 	if _, err := so.s.readAndTell(ctx, u, in.Data.IDs, false); err != nil {
 		so.s.log.Warn("websocket read receipt failed", "user", u.ID, "err", err)
 	}
