@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -23,7 +24,33 @@ const (
 	EINTERNAL     = "internal"           // 500: details are logged, never sent
 	EUNAVAILABLE  = "unavailable"        // 503: a dependency is down
 	EMETHOD       = "method_not_allowed" // 405
+	EUPGRADE      = "upgrade_required"   // 426: the WebSocket endpoint asked without a WebSocket handshake
 )
+
+// statuses are the HTTP statuses that answer each code.
+var statuses = map[string]int{
+	EBADREQUEST:   400,
+	EUNAUTHORIZED: 401,
+	EFORBIDDEN:    403,
+	ENOTFOUND:     404,
+	EMETHOD:       405,
+	ECONFLICT:     409,
+	ETOOLARGE:     413,
+	EUPGRADE:      426,
+	EVALIDATION:   422,
+	ERATELIMITED:  429,
+	EINTERNAL:     500,
+	EUNAVAILABLE:  503,
+}
+
+// HTTPStatus is the HTTP status that answers an error of code, for the API
+// and the dashboard's pages alike; 500 for a code it does not know.
+func HTTPStatus(code string) int {
+	if s, ok := statuses[code]; ok {
+		return s
+	}
+	return 500
+}
 
 // Error is an application error: a code from the list above, a message meant
 // for the person reading it, and, for validation failures, one problem per
@@ -89,4 +116,28 @@ func (p Problems) Err() error {
 		return nil
 	}
 	return &Error{Code: EVALIDATION, Message: "Some fields are not valid.", Fields: p}
+}
+
+// JSONKind names the JSON type that a value of Go type t is decoded from,
+// for error messages: "a string", "true or false", "an object".
+func JSONKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return "another type"
 }

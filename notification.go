@@ -14,16 +14,13 @@ func ValidSeverity(s string) bool {
 	return s == SeverityInfo || s == SeverityWarning || s == SeverityError
 }
 
-// Sources: the receiver an event came through, or Perch itself.
+// Sources: the receiver an event came through. (The payment receivers,
+// Perch itself and workflows add theirs as they arrive.)
 const (
 	SourceInbound   = "inbound"
 	SourceIncidents = "incidents"
 	SourceCodeHost  = "code-host"
 	SourceMonitor   = "monitoring"
-	SourcePaymentsA = "payments-a"
-	SourcePaymentsB = "payments-b"
-	SourceSystem    = "system"
-	SourceWorkflow  = "workflow"
 )
 
 // Default tabs of DESIGN.md §5.
@@ -31,7 +28,6 @@ const (
 	TabIncidents  = "Incidents"
 	TabCode       = "Code"
 	TabMonitoring = "Monitoring"
-	TabPayments   = "Payments"
 	TabInbound    = "Inbound"
 )
 

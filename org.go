@@ -95,11 +95,13 @@ const (
 	EmailTokenPrefix      = "pem_"
 )
 
-// Kinds of single-use e-mail link.
+// Kinds of e-mail Perch sends; the first three carry single-use links of
+// the same kind (an invitation's link is the invitation's own token).
 const (
 	EmailVerify        = "verify_email"
 	EmailChange        = "email_change"
 	EmailPasswordReset = "password_reset"
+	EmailInvitation    = "invitation"
 )
 
 // Invitation is an offer to join an organisation, mailed as a link.

@@ -46,11 +46,9 @@ type Org struct {
 	MaxSeats           int `json:"max_seats"`           // the plan's cap on both together
 }
 
-// Plan statuses.
-const (
-	PlanTrialing = "trialing"
-	PlanActive   = "active"
-)
+// PlanTrialing is the plan status of an organisation on its trial; billing
+// brings the others.
+const PlanTrialing = "trialing"
 
 // TrialDays is how long a new organisation's team-plan trial lasts.
 const TrialDays = 14

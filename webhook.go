@@ -51,6 +51,9 @@ type Audience struct {
 	UserID  string   `json:"user_id"`
 	OrgID   string   `json:"org_id"`
 	TeamIDs []string `json:"team_ids"`
+	// Joined is when the account was made: broadcasts from before it were
+	// for the people there then, and are not in its history.
+	Joined time.Time `json:"joined"`
 }
 
 // Equal reports whether a and b reach the same notifications: the same

@@ -144,3 +144,13 @@ func (c *Client) refreshWith(ctx context.Context, used string) (access, rotated 
 	err = c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/refresh", body: map[string]string{"refresh_token": used}, out: &s, anonymous: true})
 	return s.AccessToken, s.RefreshToken, err
 }
+
+// Regions lists the server's regions (DESIGN.md §15), the server's own
+// marked current. It needs no sign-in.
+func (c *Client) Regions(ctx context.Context) ([]perch.Region, error) {
+	var rs []perch.Region
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/regions", out: &rs}); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}

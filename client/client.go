@@ -1,5 +1,9 @@
 // Package client is the Go client of the Perch API and its WebSocket, used by
-// the perch CLI, the menu-bar tray and the end-to-end tests.
+// the perch CLI, the menu-bar tray, the dashboard and the end-to-end tests.
+// It has typed methods for what the CLI and the tray do (sign-in and the
+// desktop sign-in, history and read state, sending, API and webhook tokens,
+// Listen); Call reaches any other endpoint with the same errors and token
+// refresh.
 //
 // Every method that talks to the server returns a *perch.Error when the
 // server answers with an error, so callers branch on perch.ErrorCode just as

@@ -48,6 +48,7 @@ type InboundEvent struct {
 	Title    string `json:"title"`
 	Message  string `json:"message,omitempty"`
 	Severity string `json:"severity,omitempty"` // perch.SeverityInfo, SeverityWarning or SeverityError
+	URL      string `json:"url,omitempty"`      // an http(s) link to what the event is about
 }
 
 // Send delivers e through the generic receiver (POST /webhooks/inbound) with

@@ -31,6 +31,8 @@ type config struct {
 	UserLimit          perch.Limit
 	AuthLimit          perch.Limit
 	AnonymousBroadcast bool
+	Region             string         // this deployment's region, "" when none is named
+	Regions            []perch.Region // every region, this one marked current; empty when none are listed
 	MaxPerDelivery     int
 	GitHubSecret       string
 	PagerDutySecret    string
@@ -163,6 +165,24 @@ var settings = []setting{
 	{"rate-limit-auth", "10/15m", "requests per client IP on sign-in endpoints, N/period", func(c *config, v string) (err error) {
 		c.AuthLimit, err = perch.ParseLimit(v)
 		return err
+	}},
+	{"region", "", "name of this deployment's region, e.g. eu (sent as X-Perch-Region)", func(c *config, v string) error {
+		if v != "" {
+			if _, err := perch.ParseRegions(v+"=http://x", ""); err != nil {
+				return fmt.Errorf("want a short lower-case name such as eu")
+			}
+		}
+		c.Region = v
+		return nil
+	}},
+	{"regions", "", "the deployments of every region, name=URL,…, e.g. us=https://perch.example.com,eu=https://eu.perch.example.com", func(c *config, v string) (err error) {
+		if c.Regions, err = perch.ParseRegions(v, c.Region); err != nil {
+			return err
+		}
+		if len(c.Regions) > 0 && c.Region == "" {
+			return fmt.Errorf("set PERCH_REGION (--region) to the name of this deployment's region as well")
+		}
+		return nil
 	}},
 	{"anonymous-broadcast", "true", "whether token-less receiver calls broadcast (false: 401)", func(c *config, v string) (err error) {
 		c.AnonymousBroadcast, err = strconv.ParseBool(v)

@@ -27,8 +27,9 @@ import (
 // default: with --token, an API token the server vouches for; otherwise
 // the desktop sign-in through the browser (DESIGN.md, "Desktop sign-in").
 func (c *cli) login(ctx context.Context, args []string) error {
-	fs := c.flags("login", "perch login [--server URL] [--token pat_…] [--no-browser]")
+	fs := c.flags("login", "perch login [--server URL] [--region NAME] [--token pat_…] [--no-browser]")
 	serverFlag := fs.String("server", "", "server URL, e.g. https://perch.example.com (default: PERCH_SERVER, then the server of the default sign-in)")
+	region := fs.String("region", "", "sign in to this region's server, from the regions the server lists (e.g. eu)")
 	token := fs.String("token", "", "sign in with an API token (pat_…) instead of the browser")
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in page's address without opening a browser")
 	if err := parseFlags(fs, args); err != nil {
@@ -41,6 +42,11 @@ func (c *cli) login(ctx context.Context, args []string) error {
 	server, err := c.serverURL(st, *serverFlag)
 	if err != nil {
 		return err
+	}
+	if *region != "" {
+		if server, err = c.regionServer(ctx, server, *region); err != nil {
+			return err
+		}
 	}
 	var si *creds.SignIn
 	if *token != "" {
@@ -63,6 +69,23 @@ func (c *cli) login(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "Signed in to %s as %s.\n", server, si.Email)
 	return nil
+}
+
+// regionServer is the address of region's server, from the regions that
+// server lists.
+func (c *cli) regionServer(ctx context.Context, server, region string) (string, error) {
+	regions, err := client.New(server, c.clientOpts...).Regions(ctx)
+	if err != nil {
+		return "", fmt.Errorf("asking %s for its regions: %s", server, message(err))
+	}
+	names := make([]string, len(regions))
+	for i, r := range regions {
+		if r.Name == region {
+			return r.URL, nil
+		}
+		names[i] = r.Name
+	}
+	return "", fmt.Errorf("%s knows no region %q; its regions: %s", server, region, strings.Join(names, ", "))
 }
 
 // tokenLogin checks an API token by asking the server whose it is.

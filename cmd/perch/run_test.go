@@ -268,12 +268,13 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"PERCH_METRICS_TOKEN":       "short",
 
 		"PERCH_MAX_NOTIFICATIONS_PER_DELIVERY": "0",
+		"PERCH_REGIONS":                        "us=https://perch.example.com",
 	}
 	err := run(context.Background(), []string{"serve", "--retention", "5m"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with a bad configuration")
 	}
-	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY"} {
+	for _, want := range []string{"PERCH_LISTEN", "PERCH_METRICS_TOKEN", "PERCH_RATE_LIMIT_USER", "PERCH_ANONYMOUS_BROADCAST", "not-a-cidr", "PERCH_BASE_URL", "--retention", "PERCH_MAX_NOTIFICATIONS_PER_DELIVERY", "PERCH_REGIONS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s:\n%v", want, err)
 		}
@@ -356,5 +357,21 @@ func TestMetricsSettings(t *testing.T) {
 	cfg, err := parseConfig("serve", []string{"--metrics-listen", "127.0.0.1:9100", "--metrics-token", "abcdefghijklmnopq"}, func(string) string { return "" }, io.Discard)
 	if err != nil || cfg.MetricsListen != "127.0.0.1:9100" || cfg.MetricsToken != "abcdefghijklmnopq" {
 		t.Fatalf("flags: %+v %v", cfg, err)
+	}
+}
+
+// TestServeWarnsWhileTokenlessDeliveriesBroadcast: the default that lets
+// anyone with the address reach every user is said out loud at start-up.
+func TestServeWarnsWhileTokenlessDeliveriesBroadcast(t *testing.T) {
+	const warning = "webhook deliveries without a token are broadcast to every user"
+	on := &syncBuffer{}
+	startServerLogging(t, map[string]string{}, on)
+	if !strings.Contains(on.String(), warning) {
+		t.Fatalf("no warning with the default:\n%s", on)
+	}
+	off := &syncBuffer{}
+	startServerLogging(t, map[string]string{"PERCH_ANONYMOUS_BROADCAST": "false"}, off)
+	if strings.Contains(off.String(), warning) {
+		t.Fatalf("a warning with broadcasts off:\n%s", off)
 	}
 }

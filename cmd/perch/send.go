@@ -17,17 +17,21 @@ import (
 // no more than 1 MiB either.
 const maxStdinBody = 1 << 20
 
+// eventShape is the JSON body send takes on stdin, for its messages.
+const eventShape = `{"title", "message", "tab", "severity", "url"}`
+
 // send delivers one notification through the generic receiver with a
 // webhook token, which decides who gets it. It needs a server address but
 // no sign-in: scripts and CI jobs send with a token alone.
 func (c *cli) send(ctx context.Context, args []string) error {
-	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
+	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
 	serverFlag := fs.String("server", "", "server to send to (default: PERCH_SERVER, then the default sign-in's server)")
 	token := fs.String("token", "", "webhook token (whk_…) for the inbound receiver (default: PERCH_WEBHOOK_TOKEN)")
 	title := fs.String("title", "", "title (required, unless a JSON body comes on stdin)")
 	msg := fs.String("message", "", "message")
 	tab := fs.String("tab", "", `tab (the server's default: "Inbound")`)
 	severity := fs.String("severity", "", "info, warning or error (the server's default: info)")
+	link := fs.String("url", "", "an http(s) link to what the notification is about; the menu bar and dashboard open it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -64,10 +68,12 @@ func (c *cli) send(ctx context.Context, args []string) error {
 			e.Tab = *tab
 		case "severity":
 			e.Severity = *severity
+		case "url":
+			e.URL = *link
 		}
 	})
 	if strings.TrimSpace(e.Title) == "" {
-		return errors.New("a title is required: pass --title, or pipe a JSON body {\"title\", \"message\", \"tab\", \"severity\"} into stdin")
+		return errors.New("a title is required: pass --title, or pipe a JSON body " + eventShape + " into stdin")
 	}
 
 	receipt, err := client.New(server, c.clientOpts...).Deliver(ctx, *token, e)
@@ -94,10 +100,10 @@ func readEvent(r io.Reader) (client.InboundEvent, error) {
 		return e, fmt.Errorf("the JSON body on stdin is over %d bytes", maxStdinBody)
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return e, errors.New("stdin is empty: pipe a JSON body {\"title\", \"message\", \"tab\", \"severity\"} into it, or pass --title")
+		return e, errors.New("stdin is empty: pipe a JSON body " + eventShape + " into it, or pass --title")
 	}
 	if err := json.Unmarshal(b, &e); err != nil {
-		return e, fmt.Errorf("the body on stdin is not a JSON object {\"title\", \"message\", \"tab\", \"severity\"}: %v", err)
+		return e, fmt.Errorf("the body on stdin is not a JSON object %s: %v", eventShape, err)
 	}
 	return e, nil
 }

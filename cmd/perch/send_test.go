@@ -14,11 +14,13 @@ func TestSend(t *testing.T) {
 
 	t.Run("flags", func(t *testing.T) {
 		c, stdout, _ := testCLI(t, t.TempDir(), env)
-		if err := dispatch(t.Context(), "send", []string{"--title", "Deploy finished", "--message", "api is live", "--tab", "Deploys", "--severity", "warning"}, c); err != nil {
+		if err := dispatch(t.Context(), "send", []string{"--title", "Deploy finished", "--message", "api is live", "--tab", "Deploys", "--severity", "warning",
+			"--url", "https://ci.example.com/runs/7"}, c); err != nil {
 			t.Fatal(err)
 		}
 		n := stored(t, u, strings.TrimSpace(stdout.String()))
-		if n.Title != "Deploy finished" || n.Message != "api is live" || n.Tab != "Deploys" || n.Severity != "warning" || n.Source != "inbound" {
+		if n.Title != "Deploy finished" || n.Message != "api is live" || n.Tab != "Deploys" || n.Severity != "warning" || n.Source != "inbound" ||
+			n.URL != "https://ci.example.com/runs/7" {
 			t.Fatalf("stored %+v", n)
 		}
 	})
@@ -62,11 +64,13 @@ func TestSend(t *testing.T) {
 		{name: "no server", env: map[string]string{"PERCH_WEBHOOK_TOKEN": u.webhook}, args: []string{"--title", "x"},
 			want: "which server? Pass --server https://perch.example.com (or set PERCH_SERVER)"},
 		{name: "no title", env: env,
-			want: `a title is required: pass --title, or pipe a JSON body {"title", "message", "tab", "severity"} into stdin`},
+			want: `a title is required: pass --title, or pipe a JSON body {"title", "message", "tab", "severity", "url"} into stdin`},
 		{name: "empty stdin", env: env, stdin: " \n",
-			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity"} into it, or pass --title`},
+			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity", "url"} into it, or pass --title`},
 		{name: "bad severity", env: env, args: []string{"--title", "x", "--severity", "fatal"},
 			want: "severity must be info, warning or error."},
+		{name: "not a web link", env: env, args: []string{"--title", "x", "--url", "javascript:alert(1)"},
+			want: "url must be an http:// or https:// address."},
 		{name: "control characters", env: env, args: []string{"--title", "a\x00b", "--message", "\x1b[31mred"},
 			want: "title must not contain control characters. message must not contain control characters other than line breaks and tabs."},
 	} {

@@ -96,6 +96,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Mailer:         mailer,
 		Limiter:        limiter,
 		BaseURL:        c.BaseURL,
+		Region:         c.Region,
+		Regions:        c.Regions,
 		AdminEmails:    c.AdminEmails,
 		TrustedProxies: c.TrustedProxies,
 		UserLimit:      c.UserLimit,
@@ -126,7 +128,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// The dashboard beside the API: it calls the API in-process, and one
 	// outer middleware logs and counts each request once.
-	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger})
+	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions})
 	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
 	if c.MetricsListen != "" {
@@ -141,6 +143,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
+	if c.AnonymousBroadcast {
+		logger.Warn("webhook deliveries without a token are broadcast to every user (PERCH_ANONYMOUS_BROADCAST=true); " +
+			"set PERCH_ANONYMOUS_BROADCAST=false to require a token")
+	}
 
 	go prune(ctx, st, c.Retention, logger)
 

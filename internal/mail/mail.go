@@ -15,21 +15,13 @@ import (
 	"log/slog"
 )
 
-// Kinds of message, one per template pair under templates/.
-const (
-	KindVerifyEmail   = "verify_email"
-	KindEmailChange   = "email_change"
-	KindPasswordReset = "password_reset"
-	KindInvitation    = "invitation"
-)
-
 // Message is one rendered e-mail to one recipient.
 type Message struct {
 	To      string // recipient address
 	Subject string
 	Text    string // text/plain body
 	HTML    string // text/html body
-	Kind    string // one of the Kind constants
+	Kind    string // one of the perch.Email* kinds
 	// Link is the action link the message carries. It is kept apart from the
 	// bodies so that the outbox can show and log it without parsing them.
 	Link string

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/perch-dev/perch"
 )
 
 // memStore is an in-memory OutboxStore.
@@ -70,7 +72,7 @@ func TestOutboxStoresAndLogs(t *testing.T) {
 		t.Fatalf("%d log records, want 1:\n%s", len(recs), buf)
 	}
 	want := map[string]any{
-		"level": "INFO", "to": m.To, "subject": m.Subject, "kind": KindPasswordReset,
+		"level": "INFO", "to": m.To, "subject": m.Subject, "kind": perch.EmailPasswordReset,
 	}
 	for k, v := range want {
 		if recs[0][k] != v {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	ttemplate "text/template"
 	"time"
+
+	"github.com/perch-dev/perch"
 )
 
 // How long the links in password resets and invitations stay valid. The code
@@ -31,7 +33,7 @@ type kindTemplates struct {
 
 // templates are parsed once at start-up: a broken template is a bug, and the
 // tests render every kind.
-var templates = parseTemplates(KindVerifyEmail, KindEmailChange, KindPasswordReset, KindInvitation)
+var templates = parseTemplates(perch.EmailVerify, perch.EmailChange, perch.EmailPasswordReset, perch.EmailInvitation)
 
 func parseTemplates(kinds ...string) map[string]kindTemplates {
 	m := make(map[string]kindTemplates, len(kinds))
@@ -57,17 +59,17 @@ type data struct {
 
 // VerifyEmail is sent after registration: link confirms the address to.
 func VerifyEmail(to, name, link string) Message {
-	return render(KindVerifyEmail, data{To: to, Name: name, Link: link})
+	return render(perch.EmailVerify, data{To: to, Name: name, Link: link})
 }
 
 // EmailChange is sent to the new address when a user changes theirs.
 func EmailChange(to, name, link string) Message {
-	return render(KindEmailChange, data{To: to, Name: name, Link: link})
+	return render(perch.EmailChange, data{To: to, Name: name, Link: link})
 }
 
 // PasswordReset carries a single-use link valid for PasswordResetValidity.
 func PasswordReset(to, name, link string) Message {
-	return render(KindPasswordReset, data{
+	return render(perch.EmailPasswordReset, data{
 		To: to, Name: name, Link: link, Validity: humanDuration(PasswordResetValidity),
 	})
 }
@@ -75,7 +77,7 @@ func PasswordReset(to, name, link string) Message {
 // Invitation invites to to join org with role (owner, admin or member), on
 // behalf of inviter; link is valid for InvitationValidity.
 func Invitation(to, inviter, org, role, link string) Message {
-	return render(KindInvitation, data{
+	return render(perch.EmailInvitation, data{
 		To: to, Link: link, Inviter: inviter, Org: org,
 		Role: withArticle(role), Validity: humanDuration(InvitationValidity),
 	})

@@ -4,6 +4,8 @@ import (
 	"html"
 	"strings"
 	"testing"
+
+	"github.com/perch-dev/perch"
 )
 
 func TestTemplatesRenderEveryKind(t *testing.T) {
@@ -16,10 +18,10 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 		msg  Message
 		want []string // in both bodies
 	}{
-		{KindVerifyEmail, VerifyEmail("ada@example.org", evil, link), nil},
-		{KindEmailChange, EmailChange("new@example.org", evil, link), []string{"new@example.org"}},
-		{KindPasswordReset, PasswordReset("ada@example.org", evil, link), []string{"1 hour"}},
-		{KindInvitation, Invitation("bob@example.org", evil, "Acme & Co", "admin", link),
+		{perch.EmailVerify, VerifyEmail("ada@example.org", evil, link), nil},
+		{perch.EmailChange, EmailChange("new@example.org", evil, link), []string{"new@example.org"}},
+		{perch.EmailPasswordReset, PasswordReset("ada@example.org", evil, link), []string{"1 hour"}},
+		{perch.EmailInvitation, Invitation("bob@example.org", evil, "Acme & Co", "admin", link),
 			[]string{"as an admin", "7 days"}},
 	}
 	seen := map[string]bool{}

@@ -9,7 +9,9 @@ import (
 )
 
 // Inbound parses a delivery to the generic receiver: a JSON object
-// {"tab", "title", "message", "severity"} where only title is required.
+// {"tab", "title", "message", "severity", "url"} where only title is
+// required, and url, when given, is an absolute http or https address (the
+// menu bar and the dashboard open it).
 // Severity defaults to info and tab to "Inbound"; other members are ignored so
 // that senders may include data of their own.
 //
@@ -26,7 +28,7 @@ func Inbound(body []byte) (Result, error) {
 	// One pass over the body. Member names match without regard to case,
 	// as in every parser here (encoding/json's rule).
 	var in struct {
-		Title, Message, Severity, Tab any
+		Title, Message, Severity, Tab, URL any
 	}
 	if err := decodeObject(body, &in); err != nil {
 		return Result{}, err
@@ -100,6 +102,17 @@ func Inbound(body []byte) (Result, error) {
 		tab = perch.TabInbound
 	}
 
+	link, _ := field("url", in.URL, perch.SingleLine)
+	switch link = strings.TrimSpace(link); {
+	case link == "":
+	case len(link) > maxURL:
+		problem("url", fmt.Sprintf("must be at most %d bytes", maxURL))
+	case webURL(link) == "":
+		// Any other scheme (javascript:, file:, data:) is refused: people
+		// click the link.
+		problem("url", "must be an http:// or https:// address")
+	}
+
 	if len(problems) > 0 {
 		return Result{}, &perch.Error{Code: perch.EBADREQUEST, Message: strings.Join(problems, " "), Fields: fields}
 	}
@@ -109,6 +122,7 @@ func Inbound(body []byte) (Result, error) {
 		Message:  msg,
 		Severity: sev,
 		Source:   perch.SourceInbound,
+		URL:      link,
 	}}}, nil
 }
 

@@ -45,6 +45,9 @@ func TestInbound(t *testing.T) {
 		{"title and tab fold tabs and line breaks", []byte(`{"title":"a\tb\r\nc","tab":"x\ny"}`), perch.Event{
 			Tab: "x y", Title: "a b c", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
 		}},
+		{"a link", []byte(`{"title":"T","url":" https://ci.example.com/builds/42?tab=log "}`), perch.Event{
+			Tab: perch.TabInbound, Title: "T", URL: "https://ci.example.com/builds/42?tab=log", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		}},
 		{"message may hold bidirectional characters", []byte(`{"title":"T","message":"\u2067שלום\u2069 ok"}`), perch.Event{
 			Tab: perch.TabInbound, Title: "T", Message: "\u2067שלום\u2069 ok", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
 		}},
@@ -84,6 +87,11 @@ func TestInboundBadRequest(t *testing.T) {
 		{"long tab", `{"title": "T", "tab": "` + strings.Repeat("t", 51) + `"}`, "tab must be at most 50 characters."},
 		{"every problem at once", `{"title": 1, "message": [], "severity": "fatal", "tab": {}}`,
 			"title must be a string. message must be a string. severity must be info, warning or error. tab must be a string."},
+		{"javascript link", `{"title": "T", "url": "javascript:alert(1)"}`, "url must be an http:// or https:// address."},
+		{"relative link", `{"title": "T", "url": "/builds/42"}`, "url must be an http:// or https:// address."},
+		{"file link", `{"title": "T", "url": "file:///etc/passwd"}`, "url must be an http:// or https:// address."},
+		{"number link", `{"title": "T", "url": 42}`, "url must be a string."},
+		{"long link", `{"title": "T", "url": "https://x.example/` + strings.Repeat("a", 4096) + `"}`, "url must be at most 4096 bytes."},
 		{"NUL in title", `{"title": "a\u0000b"}`, "title must not contain control characters."},
 		{"BEL in tab", `{"title": "T", "tab": "a\u0007"}`, "tab must not contain control characters."},
 		{"DEL in message", `{"title": "T", "message": "a\u007fb"}`, "message must not contain control characters other than line breaks and tabs."},

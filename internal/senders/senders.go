@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -78,30 +77,7 @@ func shapeError(err error, path string) error {
 	if field == "" {
 		field = "The body"
 	}
-	return badRequest("%s must be %s, not %s.", field, jsonKind(te.Type), article(te.Value))
-}
-
-// jsonKind names the JSON type a Go type is decoded from, for error messages.
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "another type"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map, reflect.Pointer:
-		return "an object"
-	}
-	return "another type"
+	return badRequest("%s must be %s, not %s.", field, perch.JSONKind(te.Type), article(te.Value))
 }
 
 // article turns the JSON value kinds reported by encoding/json ("string",

@@ -71,14 +71,6 @@ var (
 		"An API token cannot approve a sign-in; sign in to the dashboard and approve it there.")
 )
 
-// devicePolling limits the status endpoint per client IP, with the per-user
-// allowance and in a bucket of its own: the app polls every few seconds,
-// which the sign-in limit (10 per 15 minutes by default) would refuse within
-// a minute, and polling must not spend the address's login attempts.
-func (s *Server) devicePolling(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return "device-poll-ip:" + s.clientIP(r).String() })
-}
-
 // deviceAuthorize starts a desktop sign-in and tells the app the page to
 // open and the user code to show.
 func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {

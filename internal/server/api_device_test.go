@@ -488,6 +488,8 @@ func TestDevicePollingSparesTheSignInLimit(t *testing.T) {
 	}
 	expect(t, a.deviceStatus(app, app.verifier), 429)
 	expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "who@example.com", "password": goodPassword}), 401)
+	// Starting and exchanging share the device bucket: 3 in all.
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
 	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
 	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 429)
 }

@@ -41,13 +41,28 @@ func principal(r *http.Request) *perch.Principal {
 // API token, and answers 401 to the rest.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.principalFromRequest(r)
+		p, err := s.authenticated(w, r)
 		if err != nil {
 			return err
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 		return nil
 	})
+}
+
+// authenticated returns who r acts for. A request refused for its
+// credential counts against the per-IP allowance of such refusals (the
+// per-user limit's size), so that guessing credentials is slowed and every
+// answer of a rate-limited route, its 401s included, carries the
+// X-RateLimit-* headers.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (*perch.Principal, error) {
+	p, err := s.principalFromRequest(r)
+	if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
+		if lerr := s.allowRate(w, r, s.opts.UserLimit, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
+			return nil, lerr
+		}
+	}
+	return p, err
 }
 
 // principalFromRequest authenticates by the Authorization header or, for
@@ -120,9 +135,12 @@ func (s *Server) perUser(next http.Handler) http.Handler {
 // userKey is the key of a user's rate limit.
 func userKey(id string) string { return "user:" + id }
 
-// perIP applies the per-client-IP limit of the sign-in endpoints.
-func (s *Server) perIP(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.AuthLimit, func(r *http.Request) string { return "auth-ip:" + s.clientIP(r).String() })
+// perIP serves h within limit l per client IP, counted in bucket: each
+// bucket is an allowance of its own, so that, say, a person who mistypes
+// their password is not also kept from resetting it, and a desktop sign-in
+// spends none of the address's sign-in attempts.
+func (s *Server) perIP(bucket string, l perch.Limit, h handlerFunc) http.Handler {
+	return s.rateLimited(s.handle(h), l, func(r *http.Request) string { return bucket + "-ip:" + s.clientIP(r).String() })
 }
 
 // rateLimited counts each request against key(r) and answers 429 past the

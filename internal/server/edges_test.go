@@ -170,12 +170,53 @@ func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
 		if want := a.clock.Now().Add(15 * time.Minute).Unix(); reset < want || reset > want+1 {
 			t.Fatalf("X-RateLimit-Reset = %d, want about %d", reset, want)
 		}
-		// Another address has its own allowance; refresh is not limited.
+		// Another address has its own allowance; refresh has a bucket of its own.
 		expect(t, a.call("POST", "/api/v1/auth/login", "", login, "RemoteAddr", "198.51.100.7:4000"), 401)
 		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": "prf_x"}), 401)
 		a.clock.Advance(90 * time.Second)
 		expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
 	})
+}
+
+// TestEachKindOfSignInRequestHasItsOwnBucket: the spec's limit is login's
+// and register's; mistyped passwords do not lock a person out of resetting
+// theirs, and a desktop sign-in does not spend sign-in attempts.
+func TestEachKindOfSignInRequestHasItsOwnBucket(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.AuthLimit = perch.Limit{Count: 2, Period: 15 * time.Minute} })
+	login := map[string]string{"email": "ada@example.com", "password": "not the password"}
+	expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
+	expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "A", "email": "x", "password": "y"}), 422)
+	expect(t, a.call("POST", "/api/v1/auth/login", "", login), 429)
+	for range 2 {
+		expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": "ada@example.com"}), 202)
+	}
+	expect(t, a.call("POST", "/api/v1/auth/reset-password", "", map[string]string{"token": "pem_x", "password": "a fine new password"}), 429)
+	a.startDevice(53682)
+	a.startDevice(53683)
+	expect(t, a.call("GET", "/api/v1/auth/device/authorize?port=53684&code_challenge="+perch.S256Challenge(newVerifier()), "", nil), 429)
+}
+
+// TestRateLimitHeadersOnEveryAnswer: a rate-limited route says how much is
+// left on every answer, refusals of its credential and of its input too.
+func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	for _, res := range []*response{
+		expect(t, a.call("GET", "/api/v1/users/me", "", nil), 401),
+		expect(t, a.call("GET", "/api/v1/users/me", "pac_forged", nil), 401),
+		expect(t, a.call("GET", "/ws", "", nil), 401),
+		expect(t, a.call("POST", "/api/v1/tokens", ada.Access, map[string]string{"label": ""}), 400),
+		expect(t, a.call("PATCH", "/api/v1/tokens/nope", ada.Access, map[string]string{"label": "x"}), 404),
+		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{}), 422),
+		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{}), 400),
+		expect(t, a.call("GET", "/api/v1/auth/device/status/dev_x", "", nil), 400),
+	} {
+		for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			if res.Header.Get(h) == "" {
+				t.Errorf("%d %s: no %s", res.Status, res.Raw, h)
+			}
+		}
+	}
 }
 
 func TestAuthenticatedEndpointsAreLimitedPerUser(t *testing.T) {

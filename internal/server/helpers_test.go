@@ -190,8 +190,9 @@ func expect(tb testing.TB, res *response, status int) *response {
 }
 
 func codeForStatus(status int) string {
-	for code, s := range statusOf {
-		if s == status {
+	for _, code := range []string{perch.EBADREQUEST, perch.EUNAUTHORIZED, perch.EFORBIDDEN, perch.ENOTFOUND, perch.EMETHOD,
+		perch.ECONFLICT, perch.ETOOLARGE, perch.EUPGRADE, perch.EVALIDATION, perch.ERATELIMITED, perch.EINTERNAL, perch.EUNAVAILABLE} {
+		if perch.HTTPStatus(code) == status {
 			return code
 		}
 	}

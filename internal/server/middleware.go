@@ -104,6 +104,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("X-Request-Id", id)
 		h["X-Content-Type-Options"] = noSniff
+		if s.opts.Region != "" {
+			h.Set("X-Perch-Region", s.opts.Region)
+		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 

@@ -24,21 +24,6 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 	})
 }
 
-// statusOf maps error codes to HTTP statuses.
-var statusOf = map[string]int{
-	perch.EBADREQUEST:   http.StatusBadRequest,
-	perch.EUNAUTHORIZED: http.StatusUnauthorized,
-	perch.EFORBIDDEN:    http.StatusForbidden,
-	perch.ENOTFOUND:     http.StatusNotFound,
-	perch.EMETHOD:       http.StatusMethodNotAllowed,
-	perch.ECONFLICT:     http.StatusConflict,
-	perch.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	perch.EVALIDATION:   http.StatusUnprocessableEntity,
-	perch.ERATELIMITED:  http.StatusTooManyRequests,
-	perch.EINTERNAL:     http.StatusInternalServerError,
-	perch.EUNAVAILABLE:  http.StatusServiceUnavailable,
-}
-
 // errorBody is the one error shape of DESIGN.md §2.
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -68,7 +53,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == perch.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="perch"`)
 	}
-	writeJSON(w, statusOf[code], body)
+	writeJSON(w, perch.HTTPStatus(code), body)
 }
 
 // Header values every answer (noSniff: see observe) or every JSON answer
@@ -121,8 +106,9 @@ func decode(r *http.Request, v any) error {
 		if e.Field == "" {
 			return perch.Errorf(perch.EBADREQUEST, "The body must be a JSON object.")
 		}
-		return &perch.Error{Code: perch.EBADREQUEST, Message: fmt.Sprintf("The field %q must be a %s.", e.Field, jsonKind(e.Type.Kind().String())),
-			Fields: map[string]string{e.Field: "must be a " + jsonKind(e.Type.Kind().String())}}
+		kind := perch.JSONKind(e.Type)
+		return &perch.Error{Code: perch.EBADREQUEST, Message: fmt.Sprintf("The field %q must be %s.", e.Field, kind),
+			Fields: map[string]string{e.Field: "must be " + kind}}
 	}
 	if errors.Is(err, io.EOF) {
 		return perch.Errorf(perch.EBADREQUEST, "The body is empty; a JSON object is expected.")
@@ -145,20 +131,6 @@ func bodyError(err error) error {
 		return perch.Errorf(perch.EBADREQUEST, "The request body was not sent in time.")
 	}
 	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch {
-	case goKind == "string":
-		return "string"
-	case goKind == "bool":
-		return "boolean"
-	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"), strings.HasPrefix(goKind, "float"):
-		return "number"
-	case goKind == "slice":
-		return "list"
-	}
-	return "JSON object"
 }
 
 func byteSize(n int64) string {

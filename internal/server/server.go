@@ -1,7 +1,8 @@
 // Package server is Perch's HTTP edge: the JSON API under /api/v1, the
-// operational endpoints, and (as they arrive) the webhook receivers and the
-// WebSocket. Every route is listed in routes.go; handlers return errors and
-// one writer turns them into the error shape of DESIGN.md §2.
+// webhook receivers, the WebSocket and the operational endpoints. Every
+// route is listed in routes.go; handlers return errors and one writer turns
+// them into the error shape of DESIGN.md §2. The dashboard (internal/web) is
+// composed beside it by WithPages and calls it in-process through API.
 package server
 
 import (
@@ -52,6 +53,8 @@ type Options struct {
 	Ingest *ingest.Writer
 
 	BaseURL        string
+	Region         string         // this deployment's region, sent as X-Perch-Region; "" for none
+	Regions        []perch.Region // every region, for GET /api/v1/regions; empty: this one alone
 	AdminEmails    []string       // platform admins by address, besides those granted in the store
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
 	UserLimit      perch.Limit    // per signed-in user, on authenticated endpoints

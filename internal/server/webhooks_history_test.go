@@ -170,3 +170,43 @@ func TestNotificationsMarkRead(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/notifications/read", "", map[string]any{"all": true}), 401)
 	})
 }
+
+// TestBroadcastsAreForTheAccountsOfTheirTime: a token-less broadcast reaches
+// everyone there when it is sent; an account made later does not find
+// strangers' old broadcasts in its history or replay, nor mark them read.
+func TestBroadcastsAreForTheAccountsOfTheirTime(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ts := a.live()
+		ada := a.register("Ada")
+		old := a.post("", "before Bob")
+		bob := a.register("Bob")
+		fresh := a.post("", "after Bob")
+
+		titles := func(notes []whNote) []string {
+			var out []string
+			for _, n := range notes {
+				out = append(out, n.Title)
+			}
+			return out
+		}
+		if got := titles(a.whHistory(ada, "")); !slices.Equal(got, []string{"before Bob", "after Bob"}) {
+			t.Fatalf("Ada's history: %q", got)
+		}
+		for _, q := range []string{"", "?since=0"} {
+			if got := titles(a.whHistory(bob, q)); !slices.Equal(got, []string{"after Bob"}) {
+				t.Fatalf("Bob's history%s: %q, want only what was broadcast once he was there", q, got)
+			}
+		}
+		c := dial(t, ts, bob.Access, "0")
+		if n := c.next().notification(t); n.ID != fresh {
+			t.Fatalf("Bob's replay began with %v", n)
+		}
+		if replayed, _ := c.ready(); replayed != 1 {
+			t.Fatalf("Bob's replay: %d notifications, want 1", replayed)
+		}
+		if got := a.whMarkRead(bob, map[string]any{"ids": []string{old, fresh}}); !slices.Equal(got, []string{fresh}) {
+			t.Fatalf("Bob marked %v read, want only %s", got, fresh)
+		}
+	})
+}

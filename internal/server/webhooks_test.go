@@ -260,18 +260,23 @@ func TestInboundValidationAndDefaults(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		_, raw := a.whToken(ada, "inbound", "user", "")
-		for _, c := range []struct{ name, body string }{
-			{"invalid JSON", `{"title": "x"`},
-			{"empty body", ``},
-			{"not an object", `["x"]`},
-			{"missing title", `{"message": "no title"}`},
-			{"blank title", `{"title": "  "}`},
-			{"bad severity", `{"title": "x", "severity": "critical"}`},
-			{"title not a string", `{"title": 42}`},
-			{"title too long", `{"title": "` + strings.Repeat("t", 201) + `"}`},
+		for _, c := range []struct{ name, body, field string }{
+			{"invalid JSON", `{"title": "x"`, ""},
+			{"empty body", ``, ""},
+			{"not an object", `["x"]`, ""},
+			{"missing title", `{"message": "no title"}`, "title"},
+			{"blank title", `{"title": "  "}`, "title"},
+			{"bad severity", `{"title": "x", "severity": "critical"}`, "severity"},
+			{"title not a string", `{"title": 42}`, "title"},
+			{"title too long", `{"title": "` + strings.Repeat("t", 201) + `"}`, "title"},
+			{"a link that is not the web", `{"title": "x", "url": "javascript:alert(1)"}`, "url"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				expect(t, a.whDeliver("/webhooks/inbound", raw, c.body), 400)
+				res := expect(t, a.whDeliver("/webhooks/inbound", raw, c.body), 400)
+				// Problems with a member are named in fields, as everywhere.
+				if c.field != "" && (len(res.fields()) != 1 || res.fields()[c.field] == nil) {
+					t.Fatalf("fields = %v, want one problem with %s", res.fields(), c.field)
+				}
 			})
 		}
 		if n := len(a.whHistory(ada, "")); n != 0 {

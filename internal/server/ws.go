@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,7 +119,7 @@ var closeStatus = map[string]websocket.StatusCode{
 // between replay and live delivery; frames the replay already sent are
 // skipped by id.
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principalFromRequest(r)
+	p, err := s.authenticated(w, r)
 	if err != nil {
 		return err
 	}
@@ -131,6 +133,16 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	// A handshake is a request like any other, and a replay can be large.
 	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
 		return err
+	}
+	// Checked here, as coder/websocket's Accept would, so that a refusal is
+	// in the error shape rather than the library's plain text.
+	if err := s.checkWebSocketOrigin(r); err != nil {
+		return err
+	}
+	if !isWebSocketHandshake(r) {
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Sec-WebSocket-Version", "13")
+		return perch.Errorf(perch.EUPGRADE, "This is Perch's WebSocket: connect with a WebSocket client (version 13), e.g. perch listen.")
 	}
 	if since != "" {
 		if err := s.replays.acquire(r.Context(), u.ID); err != nil {
@@ -371,10 +383,45 @@ func (so *socket) receipt(data []byte) {
 	defer cancel()
 	// The connection keeps the user's audience only, not the whole account:
 	// an idle connection should cost little.
-	u := &perch.User{ID: so.client.Audience.UserID, OrgID: so.client.Audience.OrgID}
+	u := &perch.User{ID: so.client.Audience.UserID, OrgID: so.client.Audience.OrgID, CreatedAt: so.client.Audience.Joined}
 	if _, err := so.s.readAndTell(ctx, u, in.Data.IDs, false); err != nil {
 		so.s.log.Warn("websocket read receipt failed", "user", u.ID, "err", err)
 	}
+}
+
+// isWebSocketHandshake reports whether r asks for a WebSocket (RFC 6455
+// §4.2.1): an upgrade to websocket, version 13, with a key.
+func isWebSocketHandshake(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket") &&
+		r.Header.Get("Sec-WebSocket-Version") == "13" && r.Header.Get("Sec-WebSocket-Key") != ""
+}
+
+// headerHasToken reports whether the comma-separated values of header name
+// hold token, in any case.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkWebSocketOrigin refuses a browser's handshake from a page of another
+// site: a WebSocket is not bound by the same-origin policy, and the
+// session cookie goes along. Clients that are not browsers send no Origin.
+func (s *Server) checkWebSocketOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err == nil && (strings.EqualFold(u.Host, r.Host) || slices.ContainsFunc(s.originPatterns(), func(h string) bool { return strings.EqualFold(u.Host, h) })) {
+		return nil
+	}
+	return perch.Errorf(perch.EFORBIDDEN, "WebSocket connections from pages of %s are refused.", origin)
 }
 
 // originPatterns admits browsers on the public address besides the request's

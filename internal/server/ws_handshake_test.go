@@ -31,6 +31,9 @@ func maskedTextFrame(payload []byte) []byte {
 	return f
 }
 
+// handshakeHeaders make a request a WebSocket handshake, for a.call.
+var handshakeHeaders = []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
+
 // TestFramesSentWithTheHandshakeAreKept: a client that writes its upgrade
 // request and its first frame in one TCP write has the frame read, not
 // dropped or mangled.
@@ -114,7 +117,7 @@ func TestConcurrentReplaysAreBounded(t *testing.T) {
 		}
 	}
 	a.srv.replays.wait = time.Millisecond
-	res := expect(t, a.call("GET", "/ws?since=0", ada.Access, nil), 429)
+	res := expect(t, a.call("GET", "/ws?since=0", ada.Access, nil, handshakeHeaders...), 429)
 	if res.Header.Get("Retry-After") == "" {
 		t.Fatalf("no Retry-After: %v", res.Header)
 	}

@@ -20,6 +20,16 @@ func TestWebSocketRefusesBeforeUpgrade(t *testing.T) {
 	expect(t, a.call("GET", "/ws", "", nil), 401)
 	expect(t, a.call("GET", "/ws", "pac_forged", nil), 401)
 	expect(t, a.call("GET", "/ws?since=abc", ada.Access, nil), 400)
+
+	// Not a handshake: 426 in the error shape, saying what to upgrade to.
+	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 426)
+	if res.Header.Get("Upgrade") != "websocket" || res.Header.Get("Sec-WebSocket-Version") != "13" {
+		t.Fatalf("426 without Upgrade and version: %v", res.Header)
+	}
+	old := append(slices.Clone(handshakeHeaders[:6]), "Sec-WebSocket-Version", "8")
+	expect(t, a.call("GET", "/ws", ada.Access, nil, old...), 426)
+	// A page of another site: 403 in the error shape, before any upgrade.
+	expect(t, a.call("GET", "/ws", ada.Access, nil, append(slices.Clone(handshakeHeaders), "Origin", "https://evil.example")...), 403)
 }
 
 // TestDeliveryByScope posts through a token of each scope and checks the

@@ -289,9 +289,11 @@ func scanNotification(row interface{ Scan(...any) error }) (*perch.Notification,
 }
 
 // visibleTo is the condition for the notifications a user's clients receive:
-// addressed to them, their organisation, one of their teams, or everyone.
-// It takes the user id, the org id and the user id again.
-const visibleTo = `((n.scope_type = 'user' AND n.scope_id = ?) OR (n.scope_type = 'org' AND n.scope_id = ?) OR n.scope_type = 'all'
+// addressed to them, their organisation, one of their teams, or everyone
+// since the account was made. It takes the user id, the org id, the time the
+// user joined (ms) and the user id again.
+const visibleTo = `((n.scope_type = 'user' AND n.scope_id = ?) OR (n.scope_type = 'org' AND n.scope_id = ?)
+	OR (n.scope_type = 'all' AND n.created_at >= ?)
 	OR (n.scope_type = 'team' AND n.scope_id IN (SELECT team_id FROM team_members WHERE user_id = ?)))`
 
 // ParseNotificationID reads a notification id; anything else is EBADREQUEST.
@@ -310,7 +312,7 @@ func (s *Store) Audience(ctx context.Context, u *perch.User) (*perch.Audience, e
 	if err != nil {
 		return nil, err
 	}
-	return &perch.Audience{UserID: u.ID, OrgID: u.OrgID, TeamIDs: teams}, nil
+	return &perch.Audience{UserID: u.ID, OrgID: u.OrgID, TeamIDs: teams, Joined: u.CreatedAt}, nil
 }
 
 // Notifications returns what the audience may see, with the user's read
@@ -340,8 +342,13 @@ func (s *Store) Notifications(ctx context.Context, a *perch.Audience, since stri
 	}
 	var ids []int64
 	for _, sc := range scopes {
-		found, err := s.ids(ctx, `SELECT id FROM notifications WHERE scope_type = ? AND scope_id = ? AND id > ? ORDER BY id `+order+` LIMIT ?`,
-			sc.Type, sc.ID, after, limit)
+		// Broadcasts are for the accounts there when they were sent.
+		var since int64
+		if sc.Type == perch.ScopeAll {
+			since = ms(a.Joined)
+		}
+		found, err := s.ids(ctx, `SELECT id FROM notifications WHERE scope_type = ? AND scope_id = ? AND id > ? AND created_at >= ? ORDER BY id `+order+` LIMIT ?`,
+			sc.Type, sc.ID, after, since, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -402,7 +409,7 @@ func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, er
 func (s *Store) MarkRead(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error) {
 	query := `SELECT n.id FROM notifications n WHERE ` + visibleTo + `
 		AND NOT EXISTS (SELECT 1 FROM notification_reads r WHERE r.notification_id = n.id AND r.user_id = ?)`
-	args := []any{u.ID, u.OrgID, u.ID, u.ID}
+	args := []any{u.ID, u.OrgID, ms(u.CreatedAt), u.ID, u.ID}
 	if !all {
 		if len(ids) == 0 {
 			return []string{}, nil

@@ -36,19 +36,21 @@ type Options struct {
 	API     http.Handler // the JSON API, called in-process
 	BaseURL string       // public address, for links, receiver URLs and cookie security
 	Logger  *slog.Logger
+	Regions []perch.Region // every region, this one marked current; the sign-in page offers the others
 }
 
 // Dashboard serves the pages; routes.go lists them.
 type Dashboard struct {
-	mux     *http.ServeMux
-	api     http.Handler
-	base    string
-	secure  bool // cookies only over https
-	log     *slog.Logger
-	pages   map[string]*template.Template
-	assets  fs.FS
-	origins *http.CrossOriginProtection
-	csp     string // the pages' Content-Security-Policy
+	mux       *http.ServeMux
+	api       http.Handler
+	base      string
+	secure    bool // cookies only over https
+	log       *slog.Logger
+	pages     map[string]*template.Template
+	assets    fs.FS
+	origins   *http.CrossOriginProtection
+	csp       string         // the pages' Content-Security-Policy
+	elsewhere []perch.Region // the other regions
 }
 
 // New parses the templates; a template that does not parse is a bug, and
@@ -85,6 +87,11 @@ func New(o Options) *Dashboard {
 		d.pages[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, name))
 	}
 	d.assets, _ = fs.Sub(assetFiles, "assets")
+	for _, r := range o.Regions {
+		if !r.Current {
+			d.elsewhere = append(d.elsewhere, r)
+		}
+	}
 	d.routes()
 	return d
 }
@@ -141,6 +148,9 @@ type view struct {
 	Fields map[string]string // per-field problems of a failed form
 	Form   url.Values        // what was typed, to fill a failed form again
 	Data   any
+	// Elsewhere are the other regions' deployments, where an account of
+	// another region signs in.
+	Elsewhere []perch.Region
 }
 
 // handler is a page action; it returns an error to show, or nil.
@@ -205,33 +215,13 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 
 // fail shows an error page for what a handler could not recover from.
 func (d *Dashboard) fail(c *call, err error) {
-	status := statusOf(err, http.StatusInternalServerError)
+	status := perch.HTTPStatus(perch.ErrorCode(err))
 	msg := perch.ErrorMessage(err)
-	if status == http.StatusInternalServerError {
+	if status >= http.StatusInternalServerError {
 		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
 		msg = "Something went wrong on our side. Please try again."
 	}
 	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
-}
-
-// statusOf is the HTTP status of a page that shows err; fallback for codes
-// that have no status of their own here.
-func statusOf(err error, fallback int) int {
-	switch perch.ErrorCode(err) {
-	case perch.EBADREQUEST, perch.EVALIDATION:
-		return http.StatusBadRequest
-	case perch.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case perch.EFORBIDDEN:
-		return http.StatusForbidden
-	case perch.ENOTFOUND:
-		return http.StatusNotFound
-	case perch.ECONFLICT:
-		return http.StatusConflict
-	case perch.ERATELIMITED:
-		return http.StatusTooManyRequests
-	}
-	return fallback
 }
 
 // flash keeps a message for the next page the browser loads.
@@ -263,6 +253,7 @@ func (c *call) render(status int, page string, v view) {
 	if v.User == nil {
 		v.User = c.user
 	}
+	v.Elsewhere = c.d.elsewhere
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
 		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})
@@ -304,7 +295,7 @@ func (c *call) formError(name string, v view, err error) error {
 			v.Form[k] = vals
 		}
 	}
-	c.render(statusOf(err, http.StatusBadRequest), name, v)
+	c.render(perch.HTTPStatus(perch.ErrorCode(err)), name, v)
 	return nil
 }
 

@@ -216,11 +216,11 @@ func TestOutboxNewestFirst(t *testing.T) {
 			t.Fatalf("empty Outbox = %v, %v; want an empty list", list, err)
 		}
 		msgs := []mail.Message{
-			{To: "ada@example.com", Subject: "Verify your address", Kind: mail.KindVerifyEmail,
+			{To: "ada@example.com", Subject: "Verify your address", Kind: perch.EmailVerify,
 				Link: "https://perch.example/verify?token=pem_1", Text: "Open the link.", HTML: "<p>Open the link.</p>"},
-			{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: mail.KindInvitation,
+			{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: perch.EmailInvitation,
 				Link: "https://perch.example/invite?token=inv_1", Text: "Ada invites you.", HTML: "<p>Ada invites you.</p>"},
-			{To: "ada@example.com", Subject: "Reset your password", Kind: mail.KindPasswordReset,
+			{To: "ada@example.com", Subject: "Reset your password", Kind: perch.EmailPasswordReset,
 				Link: "https://perch.example/reset?token=pem_2", Text: "Reset it.", HTML: "<p>Reset it.</p>"},
 		}
 		for _, m := range msgs {
