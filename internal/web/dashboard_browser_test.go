@@ -314,8 +314,8 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 		t.Fatalf("status after an approval with the code = %+v", st.Data)
 	}
 	signedInAs(st.Data.AccessToken)
-	// The page that refused the wrong code came with status 400.
-	checkConsole(t, b, base+"/device: error: Failed to load resource: the server responded with a status of 400 (Bad Request)")
+	// The page that refused the wrong code came with status 422.
+	checkConsole(t, b, base+"/device: error: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)")
 }
 
 // TestExpiredSignInInTheBrowser: pages never see the refresh token, so an

@@ -162,7 +162,7 @@ func TestDashboardDeviceApproval(t *testing.T) {
 
 		app := a.startDevice(53682)
 		for _, code := range []string{"ZZZZ-ZZZZ", "not a code"} {
-			p := b.post("/device", url.Values{"session_id": {app.session}, "user_code": {code}, "action": {"approve"}}).expect(t, 400, "")
+			p := b.post("/device", url.Values{"session_id": {app.session}, "user_code": {code}, "action": {"approve"}}).expect(t, 422, "")
 			p.contains(t, `class="problem"`, `value="`+code+`"`, `class="alert"`, `action="/device"`)
 		}
 		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {

@@ -75,7 +75,7 @@ func TestEveryResponseSaysNoSniff(t *testing.T) {
 		{"GET", "/", nil, 303},
 		{"GET", "/signin", nil, 200},
 		{"GET", "/notifications", nil, 303},
-		{"POST", "/signin", "", 400},
+		{"POST", "/signin", "", 422},
 		{"GET", "/assets/style.css", nil, 200},
 		{"GET", "/assets/app.js", nil, 200},
 		{"GET", "/assets/nope.css", nil, 404},

@@ -107,7 +107,7 @@ func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {"not-an-address"}, "password": {"short"}})
-	p.expect(t, 400, "").contains(t, `value="Ada"`, `value="not-an-address"`, `class="problem"`)
+	p.expect(t, 422, "").contains(t, `value="Ada"`, `value="not-an-address"`, `class="problem"`)
 	if strings.Contains(p.Body, `value="short"`) {
 		t.Fatal("the password was put back into the form")
 	}
