@@ -85,6 +85,9 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// The API's description, for tools and for people.
+	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
+
 	// The dashboard (internal/web): pages outside /api/v1, rendered on the
 	// server; every form post is checked for a cross-origin sender.
 	d := s.web
