@@ -156,3 +156,23 @@ func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
 		t.Fatalf("got %v, want the live notification", n)
 	}
 }
+
+// TestHandshakeRefusalsAreInTheErrorShape: a request to /ws that is not a
+// WebSocket handshake, speaks another version, or comes from another site's
+// page is refused before the upgrade in the error shape, like any error.
+func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	var key [16]byte
+	rand.Read(key[:])
+	handshake := func(more ...string) []string {
+		return append([]string{"Connection", "Upgrade", "Upgrade", "websocket",
+			"Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(key[:])}, more...)
+	}
+	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 400)
+	if !strings.Contains(res.errorMessage(), "Upgrade") {
+		t.Fatalf("message %q does not say what is missing", res.errorMessage())
+	}
+	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "8")...), 400)
+	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "13", "Origin", "https://evil.example")...), 403)
+}
