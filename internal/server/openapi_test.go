@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	goparser "go/parser"
 	"go/token"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -209,5 +210,63 @@ func TestResponseCheckerRefusesWhatIsNotDescribed(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if errs := tb.take(); len(errs) != 0 {
 		t.Fatalf("a described answer was refused: %v", errs)
+	}
+}
+
+// TestAPIDocsPage: /docs/api shows every operation of the description, with
+// its parameters, body and responses, links only to what is on the page, and
+// needs no script.
+func TestAPIDocsPage(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	res := a.call("GET", "/docs/api", "", nil)
+	if res.Status != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("status %d, type %q", res.Status, res.Header.Get("Content-Type"))
+	}
+	page := res.Raw
+	sp, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range sp.operations() {
+		method, path, _ := strings.Cut(op, " ")
+		o := sp.doc.Paths.Value(path).GetOperation(method)
+		anchor := `id="` + o.OperationID + `"`
+		i := strings.Index(page, anchor)
+		if i < 0 {
+			t.Errorf("%s is not on the page", op)
+			continue
+		}
+		article := page[i:]
+		article = article[:strings.Index(article, "</article>")]
+		for _, want := range []string{method, html.EscapeString(path), html.EscapeString(o.Summary), "<h4>Responses</h4>"} {
+			if !strings.Contains(article, want) {
+				t.Errorf("%s: the page lacks %q", op, want)
+			}
+		}
+		for status := range o.Responses.Map() {
+			if !strings.Contains(article, "<dt><strong>"+status+"</strong>") {
+				t.Errorf("%s: the page lacks the response %s", op, status)
+			}
+		}
+	}
+	for _, want := range []string{
+		`<code>code_verifier</code> <span class="badge">required</span>`, // a parameter
+		`<code>application/x-www-form-urlencoded</code>`,                 // a request body
+		`<code>error</code> <span class="badge">required</span>`,         // an error response, merged
+		`always bad_request`,
+		`<a href="#schema-Session"><code>Session</code></a>`, // the envelope's data
+		`id="schema-Notification"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "<script") {
+		t.Error("the page has a script")
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(page, `id="`+m[1]+`"`) {
+			t.Errorf("the link #%s leads nowhere", m[1])
+		}
 	}
 }

@@ -87,6 +87,7 @@ func (s *Server) routes() {
 
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
+	m.Handle("GET /docs/api", s.handle(s.apiDocs))
 
 	// The dashboard (internal/web): pages outside /api/v1, rendered on the
 	// server; every form post is checked for a cross-origin sender.
