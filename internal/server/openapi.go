@@ -192,7 +192,7 @@ var httpMethods = []string{"GET", "PUT", "POST", "PATCH", "DELETE"}
 
 func (d describer) operation(method, path string, op jsonObject, pathParams []any) *docsOp {
 	o := &docsOp{Anchor: str(op["operationId"]), Method: method, Path: path, Summary: str(op["summary"]),
-		Description: paragraphs(str(op["description"])), Credentials: d.credentials(op["security"])}
+		Description: paragraphs(str(op["description"])), Credentials: credentials(op["security"])}
 	for _, p := range append(slices.Clone(pathParams), list(op["parameters"])...) {
 		p := d.resolve("parameters", p)
 		o.Params = append(o.Params, docsParam{Name: str(p["name"]), In: str(p["in"]), Required: p["required"] == true,
@@ -227,7 +227,7 @@ func (d describer) response(status string, res jsonObject) docsResponse {
 }
 
 // credentials says which credentials an operation takes.
-func (d describer) credentials(security any) string {
+func credentials(security any) string {
 	reqs := list(security)
 	if security == nil || len(reqs) == 0 {
 		return "none"

@@ -30,7 +30,8 @@ import (
 // answered.
 
 // describedPrefixes are the paths the description covers; anything else
-// (the dashboard's pages, the docs page) is not checked.
+// (the dashboard's pages, the docs page) is not checked. SCIM (/scim/v2)
+// joins when it is served.
 var describedPrefixes = []string{"/api/v1/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics"}
 
 func described(path string) bool {
