@@ -83,6 +83,9 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
 	t.Cleanup(func() { stopWriter(); <-writerDone })
 	srv := New(o)
+	if _, bench := t.(*testing.B); !bench {
+		srv.handler = checkResponses(t, srv, srv.handler)
+	}
 	subCtx, unsubscribe := context.WithCancel(context.Background())
 	if err := o.Fanout.Subscribe(subCtx, srv.Deliver, srv.Lost); err != nil {
 		t.Fatal(err)
@@ -297,4 +300,11 @@ func (a *api) mailedToken(to, path string) string {
 			return tokenOf(a.t, link, path)
 		}
 	}
+}
+
+// errorMessage returns error.message, or "" for a success.
+func (r *response) errorMessage() string {
+	e, _ := r.Body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
 }

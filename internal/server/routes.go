@@ -89,6 +89,10 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// The API's description, for tools and for people.
+	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
+	m.Handle("GET /docs/api", s.handle(s.apiDocs))
+
 	// Anything else: 404, or 405 when the path exists for another method.
 	m.Handle("/", s.handle(s.unmatched))
 }

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -140,7 +142,7 @@ func New(o Options) *Server {
 		s.admins[perch.NormalizeEmail(e)] = true
 	}
 	s.routes()
-	s.api = s.recoverPanics(s.limitBodies(s.mux))
+	s.api = s.recoverPanics(s.limitBodies(s.routed()))
 	s.handler = s.observe(s.api)
 	return s
 }
@@ -160,15 +162,28 @@ func (s *Server) API() http.Handler { return s.api }
 func (s *Server) WithPages(pages http.Handler) http.Handler {
 	top := http.NewServeMux()
 	for _, p := range apiPaths {
-		top.Handle(p, s.mux)
+		top.Handle(p, s.routed())
 	}
 	top.Handle("/", pages)
 	return s.observe(s.recoverPanics(s.limitBodies(top)))
 }
 
+// routed is the mux behind a check that the path holds no control
+// characters (a %00 in an id, say): no route or id has one, so such a path
+// is not found, on every database alike, before any handler sees it.
+func (s *Server) routed() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.ContainsFunc(r.URL.Path, unicode.IsControl) {
+			s.writeError(w, r, perch.Errorf(perch.ENOTFOUND, "There is nothing at %q.", r.URL.Path))
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
 // apiPaths are the paths the API serves; everything else is the
 // dashboard's.
-var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics"}
+var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics", "/docs/api"}
 
 // Close ends what the HTTP server's Shutdown does not: it closes every
 // WebSocket with 1001 (going away) so clients reconnect elsewhere, and waits

@@ -124,9 +124,12 @@ func TestNULInAnIDIsNotAnInternalError(t *testing.T) {
 		} {
 			t.Run(c.method+" "+c.path, func(t *testing.T) {
 				res := a.call(c.method, c.path, c.token, c.body)
-				if s.Dialect() == store.SQLite || res.Status != 400 {
+				switch {
+				case strings.Contains(c.path, "%00"):
+					expect(t, res, 404) // no path with a control character exists, on any database
+				case s.Dialect() == store.SQLite || res.Status != 400:
 					expect(t, res, 404)
-				} else {
+				default:
 					expect(t, res, 400)
 				}
 			})

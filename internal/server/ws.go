@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -158,6 +159,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	up := &leanUpgrade{ResponseWriter: w, out: &batchWriter{timeout: wsWriteTimeout}}
 	conn, err := websocket.Accept(up, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
+		if up.refused != 0 {
+			return handshakeRefusal(w, up.refused, up.reason.String())
+		}
 		return nil // Accept has answered the request
 	}
 	conn.SetReadLimit(wsReadLimit)
@@ -195,6 +199,27 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	// connection keeps only its reader.
 	go so.drain()
 	return nil
+}
+
+// handshakeRefusal is the error for a request websocket.Accept refused
+// with status and reason: not a handshake, another version of the protocol
+// (400), or a page of another site (403).
+func handshakeRefusal(w http.ResponseWriter, status int, reason string) error {
+	w.Header().Del("Connection") // Accept's, for a 426
+	reason = strings.TrimSpace(reason)
+	switch status {
+	case http.StatusUpgradeRequired:
+		w.Header().Set("Upgrade", "websocket")
+		return perch.Errorf(perch.EUPGRADE, "/ws takes a WebSocket handshake (RFC 6455): %s.", reason)
+	case http.StatusBadRequest:
+		return perch.Errorf(perch.EBADREQUEST, "/ws takes a WebSocket handshake (RFC 6455): %s.", reason)
+	case http.StatusForbidden:
+		return perch.Errorf(perch.EFORBIDDEN, "The live feed does not accept connections from this page's origin (%s).", reason)
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", http.MethodGet)
+		return perch.Errorf(perch.EMETHOD, "A WebSocket handshake is a GET request.")
+	}
+	return fmt.Errorf("websocket handshake refused: %d %s", status, reason)
 }
 
 // socket is one connected client. While idle it costs one goroutine, the

@@ -159,3 +159,27 @@ func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
 		t.Fatalf("got %v, want the live notification", n)
 	}
 }
+
+// TestHandshakeRefusalsAreInTheErrorShape: a request to /ws that is not a
+// WebSocket handshake, speaks another version, or comes from another site's
+// page is refused before the upgrade in the error shape, like any error.
+func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	var key [16]byte
+	rand.Read(key[:])
+	handshake := func(more ...string) []string {
+		return append([]string{"Connection", "Upgrade", "Upgrade", "websocket",
+			"Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(key[:])}, more...)
+	}
+	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 426)
+	if !strings.Contains(res.errorMessage(), "WebSocket client") {
+		t.Fatalf("message %q does not say what is missing", res.errorMessage())
+	}
+	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "8")...), 426)
+	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "13", "Origin", "https://evil.example")...), 403)
+	// What only the library checks (a key that is not 16 bytes of base64)
+	// is still answered in the error shape.
+	bad := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "short"}
+	expect(t, a.call("GET", "/ws", ada.Access, nil, bad...), 400)
+}

@@ -21,10 +21,29 @@ const (
 
 // leanUpgrade lets coder/websocket take over the connection with small
 // buffers, and writes through a batchWriter, instead of the 4 KiB buffers
-// net/http hands out.
+// net/http hands out. It also holds back the plain-text refusal
+// websocket.Accept writes for a request it will not upgrade, so that the
+// refusal can be answered in the error shape.
 type leanUpgrade struct {
 	http.ResponseWriter
-	out *batchWriter
+	out     *batchWriter
+	refused int          // the status of Accept's refusal
+	reason  bytes.Buffer // and its text
+}
+
+func (u *leanUpgrade) WriteHeader(code int) {
+	if code >= 400 {
+		u.refused = code
+		return
+	}
+	u.ResponseWriter.WriteHeader(code)
+}
+
+func (u *leanUpgrade) Write(b []byte) (int, error) {
+	if u.refused != 0 {
+		return u.reason.Write(b)
+	}
+	return u.ResponseWriter.Write(b)
 }
 
 func (u *leanUpgrade) Hijack() (net.Conn, *bufio.ReadWriter, error) {

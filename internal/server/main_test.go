@@ -1,0 +1,26 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain runs the package's tests, then requires that they left no
+// goroutine running (goleak), and, for a run of the whole package, that
+// every operation of openapi.json had a checked response.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	if !reportCoverage() && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
+}
