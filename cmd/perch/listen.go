@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,9 +23,27 @@ import (
 	"github.com/perch-dev/perch/internal/creds"
 )
 
-// resumeConsumer names listen's resume point in the credentials store; the
-// tray keeps one of its own.
+// resumeConsumer names an unfiltered listen's resume point in the
+// credentials store; the tray keeps one of its own, and each filter or
+// --name one more (see consumerName).
 const resumeConsumer = "listen"
+
+var listenName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// consumerName is where a listen keeps its resume point. A filtered listen
+// passes over what its filter hides, so it must not move the resume point of
+// an unfiltered one (which would then never show those): each filter has a
+// point of its own, and --name gives one to any listen that wants it.
+func consumerName(name, tab string, floor int) string {
+	switch {
+	case name != "":
+		return resumeConsumer + "-" + name
+	case tab == "" && floor == 0:
+		return resumeConsumer
+	}
+	h := sha256.Sum256([]byte(strings.ToLower(tab) + "\x00" + strconv.Itoa(floor)))
+	return resumeConsumer + "-filter-" + hex.EncodeToString(h[:6])
+}
 
 // severityRank orders the severities for --min-severity.
 var severityRank = map[string]int{perch.SeverityInfo: 0, perch.SeverityWarning: 1, perch.SeverityError: 2}
@@ -31,15 +53,19 @@ var severityRank = map[string]int{perch.SeverityInfo: 0, perch.SeverityWarning: 
 // notification it handled, so that a restart, even after a crash, misses
 // none.
 func (c *cli) listen(ctx context.Context, args []string) error {
-	fs := c.flags("listen", "perch listen [--server URL] [--json | --exec CMD] [--tab T] [--min-severity S] [--since ID]")
+	fs := c.flags("listen", "perch listen [--server URL] [--json | --exec CMD] [--tab T] [--min-severity S] [--since ID] [--name N]")
 	serverFlag := fs.String("server", "", "server to listen to (default: PERCH_SERVER, then the default sign-in)")
 	asJSON := fs.Bool("json", false, "print each notification as one JSON object per line")
 	command := fs.String("exec", "", "run CMD with the shell for each notification, with PERCH_ID, PERCH_TITLE, … in its environment")
 	tab := fs.String("tab", "", "only notifications of this tab (any case)")
 	minSeverity := fs.String("min-severity", perch.SeverityInfo, "only notifications at least this severe: info, warning or error")
 	since := fs.String("since", "", "resume after this notification id instead of where the last run stopped (0: everything kept)")
+	name := fs.String("name", "", "keep this listener's resume point under a name of its own (each filter has one anyway)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *name != "" && !listenName.MatchString(*name) {
+		return fmt.Errorf("--name %q: want up to 40 letters, digits, - and _", *name)
 	}
 	floor, ok := severityRank[strings.ToLower(*minSeverity)]
 	if !ok {
@@ -56,16 +82,17 @@ func (c *cli) listen(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	consumer := consumerName(*name, *tab, floor)
 	resume := *since
 	if resume == "" {
-		resume = st.LastID(si.Server, resumeConsumer)
+		resume = st.LastID(si.Server, consumer)
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stderr := &lockedWriter{w: c.stderr} // the disconnection timer writes too
 	l := &listener{
-		cli: c, ctx: ctx, store: st, server: si.Server, stderr: stderr,
+		cli: c, ctx: ctx, store: st, server: si.Server, consumer: consumer, stderr: stderr,
 		asJSON: *asJSON, command: *command, tab: *tab, floor: floor,
 		watch: &connWatch{out: stderr, server: si.Server, quietFor: c.quietFor},
 	}
@@ -82,11 +109,12 @@ func (c *cli) listen(ctx context.Context, args []string) error {
 
 // listener handles the events of one perch listen.
 type listener struct {
-	cli    *cli
-	ctx    context.Context
-	store  *creds.Store
-	server string
-	stderr io.Writer
+	cli      *cli
+	ctx      context.Context
+	store    *creds.Store
+	server   string
+	consumer string // whose resume point this listen keeps
+	stderr   io.Writer
 
 	asJSON  bool
 	command string
@@ -190,7 +218,7 @@ func shellCommand(ctx context.Context, line string) *exec.Cmd {
 
 // record stores id as where the next run resumes.
 func (l *listener) record(id string) {
-	if err := l.store.SetLastID(l.server, resumeConsumer, id); err != nil && !l.saveError {
+	if err := l.store.SetLastID(l.server, l.consumer, id); err != nil && !l.saveError {
 		l.saveError = true
 		fmt.Fprintf(l.stderr, "could not record where to resume (%v): a restart may show notifications again\n", err)
 	}

@@ -173,10 +173,14 @@ func TestListenFiltersAndFormats(t *testing.T) {
 	u.send(t, client.InboundEvent{Title: "two", Tab: "Deploys", Severity: "warning", Message: "first line\nsecond line"})
 	u.send(t, client.InboundEvent{Title: "three", Tab: "Billing", Severity: "error"}) // another tab
 	last := u.send(t, client.InboundEvent{Title: "four", Tab: "Deploys", Severity: "error"})
-	// Filtered notifications move the resume point on too.
-	eventually(t, "the resume point", func() bool { return st.LastID(base, "listen") == last })
+	// Filtered notifications move the filter's own resume point on too.
+	filtered := consumerName("", "Deploys", severityRank[perch.SeverityWarning])
+	eventually(t, "the resume point", func() bool { return st.LastID(base, filtered) == last })
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+	if got := st.LastID(base, resumeConsumer); got != "" {
+		t.Fatalf("the filtered listen moved the unfiltered resume point to %q", got)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	want := []string{`  [warning] Deploys: two — first line second line`, `  [error] Deploys: four`}
@@ -187,6 +191,60 @@ func TestListenFiltersAndFormats(t *testing.T) {
 		if stamp, rest, _ := strings.Cut(l, "  "); rest != want[i][2:] || len(stamp) != len("2006-01-02 15:04:05") {
 			t.Errorf("line %q, want a time then %q", l, want[i])
 		}
+	}
+}
+
+// TestListenFiltersKeepTheirOwnResumePoints: a filtered listen passes over
+// what it hides, so a later unfiltered listen (or one of another filter, or
+// another --name) still shows it.
+func TestListenFiltersKeepTheirOwnResumePoints(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	dir := t.TempDir()
+	u.signInTo(t, dir, base)
+	runs := 0
+	run := func(args ...string) []string {
+		t.Helper()
+		c, stdout, stderr := testCLI(t, dir, nil)
+		stop := background(t, c, append([]string{"listen", "--json"}, args...)...)
+		stderr.waitFor(t, "listening for notifications from "+base)
+		runs++
+		sentinel := fmt.Sprintf("sentinel %d", runs)
+		u.send(t, client.InboundEvent{Title: sentinel, Tab: "Deploys", Severity: "error"})
+		stdout.waitFor(t, `"title":"`+sentinel+`"`)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		var titles []string
+		for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var n perch.Notification
+			json.Unmarshal([]byte(line), &n)
+			if !strings.HasPrefix(n.Title, "sentinel") {
+				titles = append(titles, n.Title)
+			}
+		}
+		return titles
+	}
+	// Each keeps a resume point from its first run on.
+	run("--tab", "deploys")
+	run()
+	u.send(t, client.InboundEvent{Title: "deploy", Tab: "Deploys", Severity: "error"})
+	u.send(t, client.InboundEvent{Title: "invoice", Tab: "Billing"})
+	if got := run("--tab", "deploys"); !slices.Equal(got, []string{"deploy"}) {
+		t.Fatalf("the filtered listen showed %q", got)
+	}
+	// The unfiltered listen resumes from its own point: the invoice the
+	// filter hid is there (and the deploy, and the filter's sentinel).
+	if got := run(); !slices.Equal(got, []string{"deploy", "invoice"}) {
+		t.Fatalf("the unfiltered listen showed %q", got)
+	}
+	// A name of its own starts where nothing was recorded: from now.
+	if got := run("--name", "ci"); len(got) != 0 {
+		t.Fatalf("a new --name showed %q", got)
+	}
+	c, _, _ := testCLI(t, dir, nil)
+	if err := dispatch(t.Context(), "listen", []string{"--name", "no/slashes"}, c); err == nil || !strings.Contains(err.Error(), "--name") {
+		t.Fatalf("a bad --name: %v", err)
 	}
 }
 
