@@ -310,3 +310,16 @@ func VerifierMatches(verifier, challenge string) bool {
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// DevicePrompt is a desktop sign-in as the person asked to approve it sees
+// it: what the app calls itself (anyone may claim any name), and when and
+// from where (as the server saw it) it asked. Never its user code, which
+// the person must read off their own app.
+type DevicePrompt struct {
+	SessionID  string    `json:"session_id"`
+	ClientName string    `json:"client_name"`
+	ClientIP   string    `json:"client_ip"`
+	Status     string    `json:"status"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}

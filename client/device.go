@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/perch-dev/perch"
 )
 
 // The desktop sign-in (device/PKCE flow), both sides: the app that signs in
@@ -37,16 +38,8 @@ type DeviceStatus struct {
 }
 
 // DeviceRequest is a desktop sign-in as the person asked to approve it sees
-// it. ClientName is what the app calls itself (anyone may claim any name);
-// ClientIP is the address it asked from, as the server saw it.
-type DeviceRequest struct {
-	SessionID  string    `json:"session_id"`
-	ClientName string    `json:"client_name"`
-	ClientIP   string    `json:"client_ip"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
+// it (perch.DevicePrompt).
+type DeviceRequest = perch.DevicePrompt
 
 // DeviceAnswer is the server's answer to an approval or a denial.
 type DeviceAnswer struct {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
@@ -50,18 +49,6 @@ type deviceAnswer struct {
 	UserCode  string `json:"user_code"` // as the approver typed it; optional
 }
 
-// deviceRequest is a sign-in as the person asked to approve it sees it: what
-// the app calls itself, when and from where it asked. Never its user code,
-// which the person must read off their own app.
-type deviceRequest struct {
-	SessionID  string    `json:"session_id"`
-	ClientName string    `json:"client_name"`
-	ClientIP   string    `json:"client_ip"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
 var (
 	errDeviceVerifier = &perch.Error{Code: perch.EBADREQUEST, Message: "The code_verifier does not match this sign-in request.",
 		Fields: map[string]string{"code_verifier": "does not match the code_challenge"}}
@@ -100,7 +87,7 @@ func (s *Server) deviceRequestInfo(w http.ResponseWriter, r *http.Request) error
 	if status == perch.DeviceExchanged {
 		status = perch.DeviceApproved
 	}
-	return respond(w, http.StatusOK, deviceRequest{SessionID: d.ID, ClientName: d.ClientName, ClientIP: d.ClientIP,
+	return respond(w, http.StatusOK, perch.DevicePrompt{SessionID: d.ID, ClientName: d.ClientName, ClientIP: d.ClientIP,
 		Status: status, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt})
 }
 

@@ -387,18 +387,23 @@ func (s *Store) Notifications(ctx context.Context, a *perch.Audience, since stri
 
 // ids runs a query that selects one integer column.
 func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	return column[int64](s.r.QueryContext(ctx, s.q(query), args...))
+}
+
+// column reads the one column of rows (as a query returns them, with its
+// error) into a slice, and closes them.
+func column[T any](rows *sql.Rows, err error) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []int64
+	var out []T
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

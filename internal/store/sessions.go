@@ -100,21 +100,8 @@ func (s *Store) RevokeSessionByRefresh(ctx context.Context, refreshHash string) 
 // revokeSessions ends every live sign-in of userID except keep ("" for
 // none) and returns the ids of those it ended.
 func (s *Store) revokeSessions(ctx context.Context, tx *sql.Tx, userID, keep string, now int64) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL RETURNING id`),
-		now, userID, keep)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return column[string](tx.QueryContext(ctx, s.q(`UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL RETURNING id`),
+		now, userID, keep))
 }
 
 const accessPrincipal = `SELECT ` + userColumns + `, t.session_id, t.expires_at

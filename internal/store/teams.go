@@ -139,18 +139,9 @@ func (s *Store) RemoveTeamMember(ctx context.Context, orgID, teamID, userID stri
 
 // UserTeamIDs lists the teams a user belongs to.
 func (s *Store) UserTeamIDs(ctx context.Context, userID string) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT team_id FROM team_members WHERE user_id = ? ORDER BY team_id`), userID)
-	if err != nil {
-		return nil, err
+	ids, err := column[string](s.r.QueryContext(ctx, s.q(`SELECT team_id FROM team_members WHERE user_id = ? ORDER BY team_id`), userID))
+	if ids == nil && err == nil {
+		ids = []string{}
 	}
-	defer rows.Close()
-	ids := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, err
 }
