@@ -93,7 +93,7 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	b.screenshot("notifications")
 
 	li := `ol.feed li[data-id="` + item.ID + `"]`
-	b.click(li + ` button`) // its only button: Mark read
+	b.click(li + ` .side button`) // its only action: Mark read
 	b.waitFor("the item to be read", `document.querySelector('`+li+`')?.classList.contains("read")`)
 	if !evaluate[bool](b, `window.perchNoReload === true`) {
 		t.Error("the notifications page reloaded")
@@ -265,7 +265,11 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 	if who := b.text(".lead"); !strings.Contains(who, email) {
 		t.Errorf("the approval page names %q, want the signed-in %s", who, email)
 	}
-	if name, ip, when := b.text("#device-client"), b.text("#device-ip"), b.text("#device-time"); name != "perch CLI on the test machine" || ip != "127.0.0.1" || !strings.HasSuffix(when, "UTC") {
+	// The time is shown in the browser's zone (not the server's UTC), with
+	// the relative time on hover.
+	when := evaluate[[]string](b, `(() => { const e = document.querySelector("#device-time time"); return e ? [e.dateTime, e.textContent, e.title] : []; })()`)
+	if name, ip := b.text("#device-client"), b.text("#device-ip"); name != "perch CLI on the test machine" || ip != "127.0.0.1" ||
+		len(when) != 3 || when[0] == "" || when[1] == "" || strings.HasSuffix(when[1], "UTC") || when[2] == "" {
 		t.Errorf("the approval page shows app %q, address %q, time %q", name, ip, when)
 	}
 	if page := b.text("main"); strings.Contains(page, first.UserCode) || strings.Contains(page, strings.ReplaceAll(first.UserCode, "-", "")) {

@@ -19,18 +19,26 @@ var funcs = template.FuncMap{
 		}
 		return string(unicode.ToUpper(r))
 	},
-	// date shows a time the way a person reads it; nil is "never".
-	"date": func(t any) string {
-		switch v := t.(type) {
+	// date shows a time as a <time> element: the browser (app.js) shows it
+	// in the reader's time zone with the relative time on hover; without
+	// the script it reads in UTC. nil is "never".
+	"date": func(t any) template.HTML {
+		var v time.Time
+		switch t := t.(type) {
 		case time.Time:
-			return v.UTC().Format("2 Jan 2006, 15:04 UTC")
+			v = t
 		case *time.Time:
-			if v == nil {
+			if t == nil {
 				return "never"
 			}
-			return v.UTC().Format("2 Jan 2006, 15:04 UTC")
+			v = *t
+		default:
+			return ""
 		}
-		return ""
+		v = v.UTC()
+		// Both layouts yield only digits, letters, spaces, ':', ',', '-'
+		// and '+': nothing to escape.
+		return template.HTML(`<time datetime="` + v.Format(time.RFC3339) + `">` + v.Format("2 Jan 2006, 15:04 UTC") + `</time>`)
 	},
 	// rfc3339 is a time for machines (a <time datetime> attribute).
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },

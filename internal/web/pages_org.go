@@ -16,6 +16,7 @@ type orgData struct {
 	Invitations []*perch.Invitation
 	Manage      bool   // an owner or admin: may change members, teams, invitations
 	Owner       bool   // may grant and take the owner role
+	SoleOwner   bool   // the only owner, who may not leave (the API refuses)
 	InviteLink  string // the link of the invitation just sent, to pass on by hand
 }
 
@@ -26,6 +27,15 @@ func (c *call) orgData() (*orgData, error) {
 	}
 	if err := c.do(http.MethodGet, "/api/v1/org/members", nil, &data.Members); err != nil {
 		return nil, err
+	}
+	if data.Owner {
+		owners := 0
+		for _, m := range data.Members {
+			if m.Role == perch.RoleOwner {
+				owners++
+			}
+		}
+		data.SoleOwner = owners == 1
 	}
 	var teams []*perch.Team
 	if err := c.do(http.MethodGet, "/api/v1/org/teams", nil, &teams); err != nil {

@@ -22,6 +22,54 @@ document.addEventListener("submit", (e) => {
   if (msg && !window.confirm(msg)) e.preventDefault();
 });
 
+// Every date on the dashboard is a <time datetime>: shown as an absolute
+// time in the reader's time zone, with the relative time ("5 minutes ago")
+// as its tooltip, renewed whenever the pointer comes over it.
+const absolute = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+function ago(date) {
+  const s = (date.getTime() - Date.now()) / 1000;
+  for (const [unit, size] of [["year", 31536000], ["month", 2592000], ["week", 604800], ["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (Math.abs(s) >= size) return relative.format(Math.round(s / size), unit);
+  }
+  return relative.format(Math.round(s), "second");
+}
+
+function showTime(el) {
+  const d = new Date(el.dateTime);
+  if (isNaN(d)) return;
+  el.textContent = absolute.format(d);
+  el.title = ago(d);
+}
+
+// timeElement is the <time> for an RFC 3339 date from the API.
+function timeElement(iso) {
+  const el = document.createElement("time");
+  el.dateTime = iso;
+  showTime(el);
+  return el;
+}
+
+for (const el of document.querySelectorAll("time[datetime]")) showTime(el);
+document.addEventListener("mouseover", (e) => {
+  const el = e.target.closest?.("time[datetime]");
+  if (el) el.title = ago(new Date(el.dateTime));
+});
+
+// The header's menu button (phones): it is hidden until this script runs,
+// so that without the script the navigation stays a scrollable row.
+for (const header of document.querySelectorAll("header.top")) {
+  const button = header.querySelector("[data-menu]");
+  if (!button) continue;
+  header.classList.add("has-menu");
+  button.hidden = false;
+  const set = (open) => { header.classList.toggle("open", open); button.setAttribute("aria-expanded", String(open)); };
+  button.addEventListener("click", () => set(!header.classList.contains("open")));
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") set(false); });
+  document.addEventListener("click", (e) => { if (!header.contains(e.target)) set(false); });
+}
+
 // api calls the JSON API with the session cookie; an expired access token is
 // renewed once through /session/refresh.
 async function api(method, path, body) {
@@ -42,6 +90,24 @@ async function renew() {
   return res.ok;
 }
 
+// sourceNames are the receivers as people know them.
+const sourceNames = { inbound: "Inbound", incidents: "PagerDuty", "code-host": "GitHub", monitoring: "Datadog" };
+
+// metaLine is what the line under a notification says, as [class, text]
+// pairs: its severity, its tab, where it came from (unless that is what the
+// tab already says) and who it is for, with teams (a Map of id → name) by
+// name.
+function metaLine(n, teams) {
+  const parts = [["sevname", n.severity], ["tab", n.tab]];
+  const source = sourceNames[n.source] || n.source;
+  if (source && source.toLowerCase() !== String(n.tab).toLowerCase()) parts.push(["source", source]);
+  const scope = n.scope || {};
+  const to = { user: "you", org: "your organisation", all: "everyone" }[scope.type] ||
+    (scope.type === "team" ? (teams.get(scope.id) || "a team") : "");
+  if (to) parts.push(["scope", "for " + to]);
+  return parts;
+}
+
 function feed(root) {
   const list = root.querySelector("ol.feed");
   const tabsEl = root.querySelector(".tabs");
@@ -49,6 +115,8 @@ function feed(root) {
   const empty = root.querySelector(".empty");
   const markAll = root.querySelector("[data-mark-all]");
   const items = new Map(); // id → notification
+  const expanded = new Set(); // ids whose whole message is shown
+  const teams = new Map(); // team id → name
   let tab = "All", lastId = "", retry = 0;
 
   const num = (id) => BigInt(id);
@@ -76,6 +144,7 @@ function feed(root) {
     }));
     const shown = all.filter((n) => tab === "All" || n.tab === tab);
     list.replaceChildren(...shown.map(item));
+    showMoreWhereClamped();
     empty.hidden = shown.length > 0;
     markAll.disabled = !shown.some((n) => !n.read);
     document.title = (unread.All ? `(${unread.All}) ` : "") + "Notifications · Perch";
@@ -86,20 +155,38 @@ function feed(root) {
     li.className = `${n.severity}${n.read ? " read" : ""}`;
     li.dataset.id = n.id;
     const sev = document.createElement("span"); sev.className = "sev"; sev.setAttribute("aria-hidden", "true");
-    const body = document.createElement("div");
+    const body = document.createElement("div"); body.className = "body";
     const title = document.createElement("div"); title.className = "title"; title.textContent = n.title;
     body.append(title);
-    if (n.message) { const m = document.createElement("div"); m.className = "msg"; m.textContent = n.message; body.append(m); }
+    if (n.message) {
+      const m = document.createElement("div"); m.className = "msg"; m.textContent = n.message;
+      m.id = "msg-" + n.id;
+      if (!expanded.has(n.id)) m.classList.add("clamped");
+      const more = document.createElement("button");
+      more.type = "button"; more.className = "more quiet"; more.hidden = true;
+      more.setAttribute("aria-controls", m.id);
+      more.onclick = () => {
+        const open = !expanded.has(n.id);
+        if (open) expanded.add(n.id); else expanded.delete(n.id);
+        m.classList.toggle("clamped", !open);
+        more.textContent = open ? "Show less" : "Show more";
+        more.setAttribute("aria-expanded", String(open));
+      };
+      more.textContent = expanded.has(n.id) ? "Show less" : "Show more";
+      more.setAttribute("aria-expanded", String(expanded.has(n.id)));
+      body.append(m, more);
+    }
     const meta = document.createElement("div"); meta.className = "meta";
-    const s = document.createElement("span"); s.className = "sevname"; s.textContent = n.severity;
-    const t = document.createElement("span"); t.textContent = n.tab;
-    const src = document.createElement("span"); src.textContent = n.source;
-    const when = document.createElement("time"); when.dateTime = n.created_at; when.textContent = new Date(n.created_at).toLocaleString();
-    meta.append(s, t, src, when);
+    for (const [cls, text] of metaLine(n, teams)) {
+      const s = document.createElement("span"); if (cls) s.className = cls; s.textContent = text;
+      meta.append(s);
+    }
+    meta.append(timeElement(n.created_at));
     body.append(meta);
     const side = document.createElement("div"); side.className = "side actions";
     if (n.url && /^https?:\/\//.test(n.url)) {
       const a = document.createElement("a"); a.href = n.url; a.textContent = "Open"; a.target = "_blank"; a.rel = "noopener noreferrer";
+      a.title = n.url;
       a.className = "button small secondary"; side.append(a);
     }
     if (!n.read) {
@@ -109,6 +196,14 @@ function feed(root) {
     }
     li.append(sev, body, side);
     return li;
+  }
+
+  // showMoreWhereClamped offers "Show more" on the messages the clamp cuts
+  // short (and "Show less" on those opened); it reads every height before
+  // it changes anything, so the page is laid out once.
+  function showMoreWhereClamped() {
+    const cut = [...list.querySelectorAll(".msg")].map((m) => [m, !m.classList.contains("clamped") || m.scrollHeight > m.clientHeight + 1]);
+    for (const [m, offer] of cut) m.nextElementSibling.hidden = !offer;
   }
 
   async function markRead(ids) {
@@ -145,7 +240,11 @@ function feed(root) {
   (async () => {
     setStatus("connecting", "Connecting…");
     try {
-      const history = await api("GET", "/api/v1/notifications?limit=100");
+      const [history, orgTeams] = await Promise.all([
+        api("GET", "/api/v1/notifications?limit=100"),
+        api("GET", "/api/v1/org/teams").catch(() => []), // without names, teams read "a team"
+      ]);
+      for (const t of orgTeams || []) teams.set(t.id, t.name);
       for (const n of history || []) add(n);
     } catch (e) { setStatus("offline", e.message); }
     render();
