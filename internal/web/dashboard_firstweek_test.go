@@ -1,14 +1,22 @@
 package web_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"html"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -46,4 +54,96 @@ func TestDashboardPasswordFormsSayTheDomainsRule(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The Webhooks page's "Try it" works for every sender as shown: its body
+// and headers, posted to the receiver with the new token, make a
+// notification; where the server checks signatures, the body is signed as
+// the page says (openssl's HMAC-SHA256 of the body under the secret).
+func TestDashboardTryItWorksForEverySender(t *testing.T) {
+	const secret = "s3cret"
+	for _, signed := range []bool{false, true} {
+		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
+			if signed {
+				o.GitHubSecret, o.PagerDutySecret = secret, secret
+			}
+		})
+		b := newBrowser(t, a.ts)
+		signUpInBrowser(t, b, "Ada")
+		for _, sender := range []string{perch.SenderInbound, perch.SenderIncidents, perch.SenderCodeHost, perch.SenderMonitoring} {
+			p := b.post("/webhook-tokens", url.Values{"label": {sender}, "sender": {sender}, "scope": {"user"}}).expect(t, 200, "")
+			shown := regexp.MustCompile(`(?s)<pre class="copy mono" id="curl">(.*?)</pre>`).FindStringSubmatch(p.Body)
+			if shown == nil {
+				t.Fatalf("%s: no example on the page", sender)
+			}
+			target, headers, body := parseTryIt(t, html.UnescapeString(shown[1]), secret)
+			wantSigned := signed && (sender == perch.SenderIncidents || sender == perch.SenderCodeHost)
+			if strings.Contains(shown[1], "openssl") != wantSigned {
+				t.Errorf("%s: the example signs = %v, want %v", sender, !wantSigned, wantSigned)
+			}
+			path := strings.TrimPrefix(target, "http://perch.test")
+			res := expect(t, a.call("POST", path, "", body, headers...), 200)
+			if res.Body["received"] != true || res.Body["ignored"] != nil {
+				t.Fatalf("%s (signed %v): %s", sender, signed, res.Raw)
+			}
+		}
+		var feed response
+		res := b.get("/api/v1/notifications")
+		if err := json.Unmarshal([]byte(res.Body), &feed.Body); err != nil || len(feed.list()) != 4 {
+			t.Fatalf("signed %v: want 4 notifications, got %s", signed, res.Body)
+		}
+	}
+}
+
+// parseTryIt reads the URL, headers and body out of a Try it command,
+// signing the body as its openssl line would when it has one.
+func parseTryIt(t *testing.T, cmd, secret string) (target string, headers []string, body string) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?m)^body='([^']*)'$`).FindStringSubmatch(cmd); m != nil {
+		body = m[1]
+	}
+	if m := regexp.MustCompile(`--data-binary '([^']*)'`).FindStringSubmatch(cmd); m != nil {
+		body = m[1]
+	}
+	m := regexp.MustCompile(`curl -w '\\n' -X POST '([^']*)'`).FindStringSubmatch(cmd)
+	if m == nil || body == "" {
+		t.Fatalf("cannot read the example:\n%s", cmd)
+	}
+	target = m[1]
+	for _, h := range regexp.MustCompile(`-H ['"]([^:]+): ([^'"]*)['"]`).FindAllStringSubmatch(cmd, -1) {
+		v := h[2]
+		if strings.Contains(v, "$signature") {
+			if !strings.Contains(cmd, `openssl dgst -sha256 -hmac`) {
+				t.Fatalf("a signature without openssl:\n%s", cmd)
+			}
+			mac := hmac.New(sha256.New, []byte(secret))
+			mac.Write([]byte(body))
+			v = strings.ReplaceAll(v, "$signature", hex.EncodeToString(mac.Sum(nil)))
+		}
+		if h[1] != "Content-Type" {
+			headers = append(headers, h[1], v)
+		}
+	}
+	return target, headers, body
+}
+
+// A platform admin is told while token-less deliveries are broadcast, and
+// how to stop it; others are not, and nobody is once it is off.
+func TestDashboardTellsAdminsAboutBroadcasts(t *testing.T) {
+	const notice = "PERCH_ANONYMOUS_BROADCAST=false"
+	for _, on := range []bool{true, false} {
+		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.AnonymousBroadcast = on })
+		admin, member := newBrowser(t, a.ts), newBrowser(t, a.ts)
+		signUpInBrowser(t, admin, "root") // root@example.com is in AdminEmails, once confirmed
+		link, _ := url.Parse(a.mail.WaitFor(t, "root@example.com").Link())
+		admin.post("/verify-email", url.Values{"token": {link.Query().Get("token")}}).expect(t, 303, "/profile")
+		signUpInBrowser(t, member, "Ada")
+		p := admin.get("/webhook-tokens").expect(t, 200, "")
+		if strings.Contains(p.Body, notice) != on {
+			t.Errorf("broadcast %v: the admin's page says %q: %v", on, notice, !on)
+		}
+		if strings.Contains(member.get("/webhook-tokens").expect(t, 200, "").Body, notice) {
+			t.Errorf("broadcast %v: a member is told about it", on)
+		}
+	}
 }

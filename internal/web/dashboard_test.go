@@ -296,7 +296,7 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	p := b.post("/webhook-tokens", url.Values{"label": {"Prod"}, "sender": {"monitoring"}, "scope": {"user"}}).expect(t, 200, "")
-	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "curl -X POST")
+	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "-X POST &#39;http://perch.test/webhooks/monitoring?token=whk_")
 	start := strings.Index(p.Body, "whk_")
 	raw := p.Body[start : start+strings.IndexAny(p.Body[start:], `"<&'`)]
 	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Prod", "monitoring")

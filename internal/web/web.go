@@ -37,6 +37,15 @@ type Options struct {
 	BaseURL string       // public address, for links, receiver URLs and cookie security
 	Logger  *slog.Logger
 	Regions []perch.Region // every region, this one marked current; the sign-in page offers the others
+	// MailOutbox says that no SMTP server is set: mail waits in the outbox
+	// for the operator (perch admin outbox), and pages do not say it was sent.
+	MailOutbox bool
+	// AnonymousBroadcast says that deliveries without a token are broadcast
+	// to everyone (server.Options.AnonymousBroadcast); platform admins are told.
+	AnonymousBroadcast bool
+	// GitHubSigned and PagerDutySigned say that the server checks those
+	// senders' signatures, so the Webhooks page's example signs its body.
+	GitHubSigned, PagerDutySigned bool
 }
 
 // Dashboard serves the pages; routes.go lists them.
@@ -49,21 +58,27 @@ type Dashboard struct {
 	pages     map[string]*template.Template
 	assets    fs.FS
 	origins   *http.CrossOriginProtection
-	csp       string         // the pages' Content-Security-Policy
-	elsewhere []perch.Region // the other regions
+	csp       string          // the pages' Content-Security-Policy
+	elsewhere []perch.Region  // the other regions
+	outbox    bool            // no SMTP server: mail waits for the operator
+	broadcast bool            // token-less deliveries are broadcast
+	signed    map[string]bool // senders whose signatures the server checks
 }
 
 // New parses the templates; a template that does not parse is a bug, and
 // panics at start-up rather than on a visit.
 func New(o Options) *Dashboard {
 	d := &Dashboard{
-		mux:     http.NewServeMux(),
-		api:     o.API,
-		base:    strings.TrimRight(o.BaseURL, "/"),
-		secure:  strings.HasPrefix(o.BaseURL, "https://"),
-		log:     o.Logger,
-		pages:   map[string]*template.Template{},
-		origins: http.NewCrossOriginProtection(),
+		mux:       http.NewServeMux(),
+		api:       o.API,
+		base:      strings.TrimRight(o.BaseURL, "/"),
+		secure:    strings.HasPrefix(o.BaseURL, "https://"),
+		log:       o.Logger,
+		pages:     map[string]*template.Template{},
+		origins:   http.NewCrossOriginProtection(),
+		outbox:    o.MailOutbox,
+		broadcast: o.AnonymousBroadcast,
+		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
 	}
 	// The feed's WebSocket is on this server: browsers before CSP level 3
 	// do not count ws(s):// of the page's own host as 'self', so it is named.
