@@ -147,3 +147,40 @@ func TestDashboardTellsAdminsAboutBroadcasts(t *testing.T) {
 		}
 	}
 }
+
+// Pages say that mail was sent only when a mail server is set; without one
+// they say it waits for the operator's perch admin outbox.
+func TestDashboardIsHonestAboutMail(t *testing.T) {
+	for _, outbox := range []bool{false, true} {
+		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
+			if outbox {
+				o.Mailer = nil
+			}
+		})
+		b := newBrowser(t, a.ts)
+		sent, waits := "We sent", "perch admin outbox"
+		if outbox {
+			sent, waits = waits, "We sent"
+		}
+		check := func(what string, p *page) {
+			t.Helper()
+			p.contains(t, sent)
+			if strings.Contains(p.Body, waits) {
+				t.Errorf("outbox %v: %s says %q", outbox, what, waits)
+			}
+		}
+		b.post("/signup", url.Values{"name": {"Ada"}, "email": {emailFor("Ada")}, "password": {goodPassword}}).expect(t, 303, "/notifications")
+		check("sign-up", b.get("/notifications"))
+		b.post("/profile", url.Values{"name": {"Ada"}, "email": {"ada@new.example.com"}, "current_password": {goodPassword}}).expect(t, 303, "/profile")
+		check("the e-mail change", b.get("/profile"))
+		check("the invitation", b.post("/org/invitations", url.Values{"email": {"grace@example.com"}, "role": {"member"}}).expect(t, 200, ""))
+
+		other := newBrowser(t, a.ts)
+		if outbox {
+			sent = "perch admin outbox"
+		} else {
+			sent = "on its way"
+		}
+		check("forgot-password", other.post("/forgot-password", url.Values{"email": {emailFor("Ada")}}).expect(t, 200, ""))
+	}
+}

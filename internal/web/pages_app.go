@@ -185,7 +185,7 @@ func (d *Dashboard) UpdateProfile(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	msg := "Your profile is saved."
 	if out.PendingEmail != "" {
-		msg = "Saved. We sent a link to " + out.PendingEmail + "; your address changes when you follow it."
+		msg = "Saved. " + c.mailed("a confirmation link", out.PendingEmail) + " Your address changes when the link is followed."
 	}
 	return c.redirect("/profile", msg)
 }

@@ -67,7 +67,7 @@ func (d *Dashboard) SignUp(w http.ResponseWriter, r *http.Request, c *call) erro
 		return c.formError("signup", view{Title: "Create your account"}, err)
 	}
 	c.setSession(s.AccessToken, s.RefreshToken)
-	msg := "Welcome to Perch! We sent a link to " + s.User.Email + " to confirm your address."
+	msg := "Welcome to Perch! " + c.mailed("a link to confirm your address", s.User.Email)
 	if s.User.EmailVerified {
 		msg = "Welcome to Perch!"
 	}

@@ -163,6 +163,9 @@ type view struct {
 	Fields map[string]string // per-field problems of a failed form
 	Form   url.Values        // what was typed, to fill a failed form again
 	Data   any
+	// Outbox says that this server sends no mail: it waits in the outbox
+	// for the operator (Options.MailOutbox).
+	Outbox bool
 	// Elsewhere are the other regions' deployments, where an account of
 	// another region signs in.
 	Elsewhere []perch.Region
@@ -239,6 +242,19 @@ func (d *Dashboard) fail(c *call, err error) {
 	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
 }
 
+// outboxNote says where mail goes on a server without SMTP, in place of
+// "we e-mailed you".
+const outboxNote = "This server sends no e-mail yet: the message waits for its operator, who finds it with perch admin outbox."
+
+// mailed says that a message about what went to address: sent, or, without
+// SMTP, waiting for the operator.
+func (c *call) mailed(what, address string) string {
+	if c.d.outbox {
+		return "We made " + what + " for " + address + ". " + outboxNote
+	}
+	return "We sent " + what + " to " + address + "."
+}
+
 // flash keeps a message for the next page the browser loads.
 func (c *call) flash(msg string) {
 	http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/", MaxAge: 60,
@@ -269,6 +285,7 @@ func (c *call) render(status int, page string, v view) {
 		v.User = c.user
 	}
 	v.Elsewhere = c.d.elsewhere
+	v.Outbox = c.d.outbox
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
 		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})
