@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/server"
@@ -182,5 +183,43 @@ func TestDashboardIsHonestAboutMail(t *testing.T) {
 			sent = "on its way"
 		}
 		check("forgot-password", other.post("/forgot-password", url.Values{"email": {emailFor("Ada")}}).expect(t, 200, ""))
+	}
+}
+
+// The dashboard's 404, 429 and 500 are pages for people: HTML in the
+// dashboard's layout, saying what happened in words, and nothing internal.
+func TestDashboardErrorPagesAreForPeople(t *testing.T) {
+	a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
+		o.AuthLimit = perch.Limit{Count: 1, Period: time.Minute}
+	})
+	b := newBrowser(t, a.ts)
+	html := func(p *page) {
+		t.Helper()
+		p.contains(t, "<!doctype html>", `<link rel="stylesheet" href="/assets/style.css">`)
+		if strings.Contains(p.Body, `"error"`) || strings.Contains(p.Body, "rate_limited") {
+			t.Fatalf("an error page shows the API's answer: %.800s", p.Body)
+		}
+	}
+	html(b.get("/no/such/page").expect(t, 404, "").contains(t, "Page not found"))
+
+	wrong := url.Values{"email": {"nobody@example.com"}, "password": {"wrong password"}}
+	b.post("/signin", wrong).expect(t, 401, "")
+	p := b.do("POST", "/signin", wrong)
+	html(p.expect(t, 429, "").contains(t, "Please wait 60 seconds, then try again."))
+	if strings.Contains(p.Body, "Retry-After") {
+		t.Errorf("the 429 page says Retry-After to a person: %.800s", p.Body)
+	}
+
+
+	// A database gone away is a 500 that says so without internals.
+	s := storetest.New(t, store.SQLite)
+	broken := newSite(t, s)
+	ada := newBrowser(t, broken.ts)
+	signUpInBrowser(t, ada, "Ada")
+	s.Close()
+	p = ada.get("/webhook-tokens").expect(t, 500, "").contains(t, "Something went wrong on our side")
+	html(p)
+	if strings.Contains(p.Body, "sql") || strings.Contains(p.Body, "closed") {
+		t.Errorf("the 500 page shows internals: %.800s", p.Body)
 	}
 }

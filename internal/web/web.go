@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/perch-dev/perch"
@@ -234,12 +236,39 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 // fail shows an error page for what a handler could not recover from.
 func (d *Dashboard) fail(c *call, err error) {
 	status := perch.HTTPStatus(perch.ErrorCode(err))
-	msg := perch.ErrorMessage(err)
-	if status >= http.StatusInternalServerError {
+	title, msg := "Something went wrong", c.say(err)
+	switch {
+	case status == http.StatusNotFound:
+		title = "Page not found"
+	case status == http.StatusTooManyRequests:
+		title = "Slow down a little"
+	case status >= http.StatusInternalServerError:
 		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
-		msg = "Something went wrong on our side. Please try again."
+		msg = "Something went wrong on our side, and it is not something you did. Please try again in a minute; if it keeps happening, tell the people who run this server."
 	}
-	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
+	c.render(status, "error", view{Title: title, Error: msg})
+}
+
+// retryAfter is how the client reports a 429's Retry-After (client/errors.go).
+var retryAfter = regexp.MustCompile(`\s*\(Retry-After: (\d+)\)$`)
+
+// say is err's message for a person. A rate limit says how long to wait,
+// in words, and the page carries the Retry-After the API gave.
+func (c *call) say(err error) string {
+	msg := perch.ErrorMessage(err)
+	if perch.ErrorCode(err) != perch.ERATELIMITED {
+		return msg
+	}
+	wait := "a minute"
+	if m := retryAfter.FindStringSubmatch(msg); m != nil {
+		c.w.Header().Set("Retry-After", m[1])
+		if n, _ := strconv.Atoi(m[1]); n == 1 {
+			wait = "a second"
+		} else {
+			wait = m[1] + " seconds"
+		}
+	}
+	return "That was a lot of tries in a short time, so this server is holding back for a moment. Please wait " + wait + ", then try again."
 }
 
 // outboxNote says where mail goes on a server without SMTP, in place of
@@ -316,7 +345,7 @@ func (c *call) formError(name string, v view, err error) error {
 	case perch.EINTERNAL, perch.EUNAVAILABLE:
 		return err
 	}
-	v.Error = perch.ErrorMessage(err)
+	v.Error = c.say(err)
 	var pe *perch.Error
 	if errors.As(err, &pe) {
 		v.Fields = pe.Fields
