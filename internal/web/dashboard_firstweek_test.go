@@ -210,7 +210,6 @@ func TestDashboardErrorPagesAreForPeople(t *testing.T) {
 		t.Errorf("the 429 page says Retry-After to a person: %.800s", p.Body)
 	}
 
-
 	// A database gone away is a 500 that says so without internals.
 	s := storetest.New(t, store.SQLite)
 	broken := newSite(t, s)
