@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -32,8 +33,8 @@ func TestDashboardPasswordFormsSayTheDomainsRule(t *testing.T) {
 		"At least " + strconv.Itoa(perch.MinPasswordLen) + " characters (at most " + strconv.Itoa(perch.MaxPasswordLen) + ").",
 	}
 	b.get("/signup").expect(t, 200, "").contains(t, rule...)
-	b.get("/reset-password?token=whatever").contains(t, rule...)
 	signUpInBrowser(t, b, "Ada")
+	b.get("/reset-password?token="+a.resetLink("ada@example.com")).contains(t, rule...)
 	b.get("/profile").expect(t, 200, "").contains(t, rule...)
 
 	// No template keeps a rule of its own: every new-password field has
@@ -221,4 +222,45 @@ func TestDashboardErrorPagesAreForPeople(t *testing.T) {
 	if strings.Contains(p.Body, "sql") || strings.Contains(p.Body, "closed") {
 		t.Errorf("the 500 page shows internals: %.800s", p.Body)
 	}
+}
+
+// resetLink makes a live password-reset link's token for the account with
+// email, as forgot-password would mail it.
+func (a *site) resetLink(email string) string {
+	a.t.Helper()
+	u, _, err := a.store.UserCredentials(a.t.Context(), email)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	raw, hash := auth.NewToken(perch.EmailTokenPrefix)
+	if err := a.store.CreateEmailToken(a.t.Context(), u.ID, perch.EmailPasswordReset, u.Email, hash, a.clock.Now().Add(perch.PasswordResetTTL)); err != nil {
+		a.t.Fatal(err)
+	}
+	return raw
+}
+
+// TestDashboardResetLinkSaysAtOnceWhenItIsDead: a reset page opened with a
+// missing, used or expired link says so before anyone types a password,
+// and offers a new link.
+func TestDashboardResetLinkSaysAtOnceWhenItIsDead(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		b := newBrowser(t, a.ts)
+		signUpInBrowser(t, b, "Ada")
+		anon := newBrowser(t, a.ts)
+		anon.get("/reset-password").expect(t, 400, "").contains(t, "incomplete", `href="/forgot-password"`)
+		anon.get("/reset-password?token=pem_never_issued").expect(t, 400, "").contains(t, "already used or has expired", `href="/forgot-password"`)
+
+		link := a.resetLink("ada@example.com")
+		page := anon.get("/reset-password?token="+link).expect(t, 200, "").contains(t, "For ada@example.com", `name="password"`)
+		if strings.Contains(page.Body, "already used") {
+			t.Fatal("a live link is called dead")
+		}
+		anon.post("/reset-password", url.Values{"token": {link}, "password": {"a brand new password"}}).expect(t, 303, "/signin")
+		// Spent: the same link now says so at once.
+		dead := anon.get("/reset-password?token="+link).expect(t, 400, "").contains(t, "already used or has expired")
+		if strings.Contains(dead.Body, `name="password"`) {
+			t.Fatal("a dead link still offers the form")
+		}
+	})
 }
