@@ -2,6 +2,7 @@ package perch
 
 import (
 	"net/mail"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -114,9 +115,9 @@ func ValidatePassword(p Problems, field, password, email string) {
 	case bad != "":
 		p.Add(field, bad)
 	case n < MinPasswordLen:
-		p.Add(field, "must be at least 10 characters")
+		p.Add(field, "must be at least "+strconv.Itoa(MinPasswordLen)+" characters")
 	case n > MaxPasswordLen:
-		p.Add(field, "must be at most 128 characters")
+		p.Add(field, "must be at most "+strconv.Itoa(MaxPasswordLen)+" characters")
 	case strings.EqualFold(strings.TrimSpace(password), strings.TrimSpace(email)):
 		p.Add(field, "must not be your e-mail address")
 	case oneRepeatedRune(password):

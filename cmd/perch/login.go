@@ -293,8 +293,14 @@ func (f *deviceFlow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(f.err, errDenied):
 		callbackPage(w, http.StatusOK, "Sign-in was denied. You can close this tab.")
 	default:
-		callbackPage(w, http.StatusBadRequest, "Perch could not sign in: "+f.err.Error()+". Run perch login again.")
+		callbackPage(w, http.StatusBadRequest, failedSignIn(f.err))
 	}
+}
+
+// failedSignIn is the callback page's sentence for err, whose text may end
+// in a full stop of its own (the server's messages do).
+func failedSignIn(err error) string {
+	return "Perch could not sign in: " + strings.TrimRight(err.Error(), ".") + ". Run perch login again."
 }
 
 // exchange trades the callback's one-time code and the verifier for the

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
 	"github.com/perch-dev/perch/internal/creds"
 )
@@ -276,5 +277,18 @@ func TestLogoutForgetsEvenWhenTheServerFails(t *testing.T) {
 	}
 	if _, err := st.Get(gone); !errors.Is(err, creds.ErrNotSignedIn) {
 		t.Fatalf("still stored: %v", err)
+	}
+}
+
+// The callback page ends the server's message with one full stop, not two.
+func TestFailedSignInSaysItOnce(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("sign-in failed: %s", message(perch.Errorf(perch.EUNAUTHORIZED, "The sign-in request has expired."))),
+		errors.New("sign-in failed: connection refused"),
+	} {
+		got := failedSignIn(err)
+		if strings.Contains(got, "..") || !strings.HasSuffix(got, ". Run perch login again.") {
+			t.Errorf("failedSignIn(%q) = %q", err, got)
+		}
 	}
 }

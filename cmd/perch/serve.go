@@ -128,7 +128,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// The dashboard beside the API: it calls the API in-process, and one
 	// outer middleware logs and counts each request once.
-	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions})
+	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions,
+		MailOutbox: c.SMTPURL == "", AnonymousBroadcast: c.AnonymousBroadcast,
+		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != ""})
 	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
 	if c.MetricsListen != "" {

@@ -101,6 +101,26 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	return noContent(w)
 }
 
+// checkResetLink says whether a password-reset link still works, without
+// spending it, so that the page it opens can say at once that it does not.
+// The token travels in the body, as for the reset itself, not in a URL.
+func (s *Server) checkResetLink(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return &perch.Error{Code: perch.EBADREQUEST, Message: "token is required.", Fields: map[string]string{"token": "is required"}}
+	}
+	u, err := s.store.EmailTokenOwner(r.Context(), auth.HashToken(in.Token), perch.EmailPasswordReset)
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, map[string]string{"email": u.Email})
+}
+
 // verifyEmail spends a verification or address-change link.
 func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
 	var in struct {

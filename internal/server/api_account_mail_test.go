@@ -103,3 +103,26 @@ func TestChangeEmailAfterVerifyingTheNewAddress(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "countess@example.com", "password": goodPassword}), 200)
 	})
 }
+
+// TestCheckResetLink: the reset page asks whether its link works, and the
+// asking spends nothing.
+func TestCheckResetLink(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": ada.Email}), 202)
+		token := a.mailedToken(ada.Email, "/reset-password")
+		for range 2 { // asking twice: still live
+			if got := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": token}), 200).data(); got["email"] != ada.Email {
+				t.Fatalf("check = %v", got)
+			}
+		}
+		res := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{}), 400)
+		if res.fields()["token"] == nil {
+			t.Fatalf("fields = %v", res.fields())
+		}
+		expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": "pem_unknown"}), 400)
+		expect(t, a.call("POST", "/api/v1/auth/reset-password", "", map[string]string{"token": token, "password": "a fresh start 2026"}), 204)
+		expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": token}), 400)
+	})
+}

@@ -296,7 +296,7 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	p := b.post("/webhook-tokens", url.Values{"label": {"Prod"}, "sender": {"monitoring"}, "scope": {"user"}}).expect(t, 200, "")
-	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "curl -X POST")
+	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "-X POST &#39;http://perch.test/webhooks/monitoring?token=whk_")
 	start := strings.Index(p.Body, "whk_")
 	raw := p.Body[start : start+strings.IndexAny(p.Body[start:], `"<&'`)]
 	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Prod", "monitoring")
@@ -316,7 +316,7 @@ func TestDashboardOrganisationForms(t *testing.T) {
 	signUpInBrowser(t, b, "Ada")
 	b.post("/org/teams", url.Values{"name": {"On call"}}).expect(t, 303, "/org")
 	p := b.post("/org/invitations", url.Values{"email": {"grace@example.com"}, "role": {"member"}}).expect(t, 200, "")
-	p.contains(t, "Invitation sent to grace@example.com.", `id="invite-link"`, "/invitations/accept?token=inv_")
+	p.contains(t, "We sent an invitation to grace@example.com.", `id="invite-link"`, "/invitations/accept?token=inv_")
 	b.get("/org").expect(t, 200, "").contains(t, "On call", "grace@example.com", "pending")
 	b.post("/org/invitations", url.Values{"email": {"nope"}}).expect(t, 400, "").contains(t, `class="alert"`)
 	a.mail.WaitFor(t, "grace@example.com")

@@ -7,10 +7,23 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/perch-dev/perch"
 )
+
+// passwordRule is how long a new password must be (perch.ValidatePassword).
+type passwordRule struct{ Min, Max int }
+
+// Hint says the rule to a person.
+func (p passwordRule) Hint() string {
+	return "At least " + strconv.Itoa(p.Min) + " characters (at most " + strconv.Itoa(p.Max) + ")."
+}
 
 // funcs are the helpers templates may call.
 var funcs = template.FuncMap{
+	// passwordRule is the domain's password rule, for the forms' minlength,
+	// maxlength and hint: the one place the pages learn it from.
+	"passwordRule": func() passwordRule { return passwordRule{Min: perch.MinPasswordLen, Max: perch.MaxPasswordLen} },
 	// initial is the avatar letter of a name.
 	"initial": func(name string) string {
 		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(name))

@@ -50,7 +50,9 @@ type site struct {
 
 // newSite serves a site over s at http://127.0.0.1:<port>, with generous
 // rate limits and http://perch.test as its public address; adjust changes
-// the server's options before it is built.
+// the server's options before it is built (a nil Mailer is a server without
+// SMTP, whose mail waits in the outbox). The dashboard's options follow the
+// server's, as serve.go sets them.
 func newSite(t testing.TB, s *store.Store, adjust ...func(*server.Options)) *site {
 	t.Helper()
 	return newSiteOn(t, listen(t), s, adjust...)
@@ -108,6 +110,10 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	for _, f := range adjust {
 		f(&o)
 	}
+	outbox := o.Mailer == nil
+	if outbox {
+		o.Mailer = mail.NewMailer(nil, s, logger)
+	}
 	o.Ingest = ingest.New(s, o.Fanout, logger)
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	writerDone := make(chan struct{})
@@ -120,7 +126,9 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	}
 
 	// As serve.go: the dashboard beside the API, one middleware around both.
-	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger})
+	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger,
+		MailOutbox: outbox, AnonymousBroadcast: o.AnonymousBroadcast,
+		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != ""})
 	ts := httptest.NewUnstartedServer(srv.WithPages(dashboard))
 	ts.Listener.Close()
 	ts.Listener = ln

@@ -26,6 +26,11 @@ type webhooksData struct {
 	Created *client.CreatedWebhookToken // the token just made, shown once
 	CanOrg  bool                        // may create organisation tokens
 	Senders []sender
+	TryIt   string            // the example for the token just made
+	Tries   map[string]string // each listed token's example, by token id
+	// Broadcast is set for a platform admin while token-less deliveries
+	// are broadcast, to say so and how to stop it.
+	Broadcast bool
 }
 
 type sender struct{ Value, Name, Hint string }
@@ -45,6 +50,11 @@ func (c *call) webhooksData() (*webhooksData, error) {
 	if err := c.do(http.MethodGet, "/api/v1/org/teams", nil, &data.Teams); err != nil {
 		return nil, err
 	}
+	data.Tries = map[string]string{}
+	for _, t := range data.Tokens {
+		data.Tries[t.ID] = tryIt(t.Sender, c.d.base+"/webhooks/"+t.Sender+"?token=YOUR_TOKEN", c.d.signed[t.Sender])
+	}
+	data.Broadcast = c.d.broadcast && c.user.IsAdmin
 	return data, nil
 }
 
@@ -75,6 +85,7 @@ func (d *Dashboard) CreateWebhookToken(w http.ResponseWriter, r *http.Request, c
 		return c.formError("webhooks", v, createErr)
 	}
 	data.Created = created
+	data.TryIt = tryIt(created.Token.Sender, created.URL, c.d.signed[created.Token.Sender])
 	v.Form = url.Values{"sender": {perch.SenderInbound}, "scope": {perch.ScopeUser}}
 	return c.page("webhooks", v)
 }
@@ -174,7 +185,7 @@ func (d *Dashboard) UpdateProfile(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	msg := "Your profile is saved."
 	if out.PendingEmail != "" {
-		msg = "Saved. We sent a link to " + out.PendingEmail + "; your address changes when you follow it."
+		msg = "Saved. " + c.mailed("a confirmation link", out.PendingEmail) + " Your address changes when the link is followed."
 	}
 	return c.redirect("/profile", msg)
 }

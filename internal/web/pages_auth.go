@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -67,7 +68,7 @@ func (d *Dashboard) SignUp(w http.ResponseWriter, r *http.Request, c *call) erro
 		return c.formError("signup", view{Title: "Create your account"}, err)
 	}
 	c.setSession(s.AccessToken, s.RefreshToken)
-	msg := "Welcome to Perch! We sent a link to " + s.User.Email + " to confirm your address."
+	msg := "Welcome to Perch! " + c.mailed("a link to confirm your address", s.User.Email)
 	if s.User.EmailVerified {
 		msg = "Welcome to Perch!"
 	}
@@ -91,7 +92,38 @@ func (d *Dashboard) ForgotPassword(w http.ResponseWriter, r *http.Request, c *ca
 
 // ResetPasswordPage is where the mailed link lands.
 func (d *Dashboard) ResetPasswordPage(w http.ResponseWriter, r *http.Request, c *call) error {
-	return c.page("reset", view{Title: "Choose a new password", Form: url.Values{"token": {r.URL.Query().Get("token")}}})
+	token := r.URL.Query().Get("token")
+	v := view{Title: "Choose a new password", Form: url.Values{"token": {token}}}
+	if token == "" {
+		v.Data = resetLink{Dead: "This link is incomplete: open the whole link from the mail, or ask for a new one."}
+		c.render(http.StatusBadRequest, "reset", v)
+		return nil
+	}
+	// Asked first, so that a used or expired link says so before anyone
+	// types a new password into it.
+	var ok struct {
+		Email string `json:"email"`
+	}
+	err := c.do(http.MethodPost, "/api/v1/auth/reset-password/check", map[string]string{"token": token}, &ok)
+	switch perch.ErrorCode(err) {
+	case "":
+		v.Data = resetLink{Email: ok.Email}
+	case perch.EBADREQUEST:
+		v.Data = resetLink{Dead: deadResetLink}
+		c.render(http.StatusBadRequest, "reset", v)
+		return nil
+	default:
+		return err
+	}
+	return c.page("reset", v)
+}
+
+const deadResetLink = "This link was already used or has expired. Ask for a new one: it comes by mail and works for an hour."
+
+// resetLink is what the reset page knows of its link: the address it
+// resets, or why it cannot.
+type resetLink struct {
+	Email, Dead string
 }
 
 // ResetPassword sets the new password; every session ends.
@@ -99,7 +131,13 @@ func (d *Dashboard) ResetPassword(w http.ResponseWriter, r *http.Request, c *cal
 	r.ParseForm()
 	in := map[string]string{"token": r.PostForm.Get("token"), "password": r.PostForm.Get("password")}
 	if err := c.do(http.MethodPost, "/api/v1/auth/reset-password", in, nil); err != nil {
-		return c.formError("reset", view{Title: "Choose a new password"}, err)
+		v := view{Title: "Choose a new password", Data: resetLink{}}
+		// The link died while the page was open (used in another tab, or
+		// an hour passed): say so, rather than show a form that cannot work.
+		if pe, ok := errors.AsType[*perch.Error](err); ok && pe.Code == perch.EBADREQUEST && len(pe.Fields) == 0 {
+			v.Data = resetLink{Dead: deadResetLink}
+		}
+		return c.formError("reset", v, err)
 	}
 	c.signOut()
 	return c.redirect("/signin", "Your password is changed. Sign in with the new one.")

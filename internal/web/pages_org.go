@@ -158,10 +158,18 @@ func (d *Dashboard) Invite(w http.ResponseWriter, r *http.Request, c *call) erro
 		}
 		return c.orgPage(http.StatusBadRequest, v)
 	}
-	return c.orgPage(http.StatusOK, view{Flash: "Invitation sent to " + out.Email + ".", Data: out.URL})
+	return c.orgPage(http.StatusOK, view{Flash: c.invited(out.Email), Data: out.URL})
 }
 
 // RevokeInvitation withdraws a pending invitation.
 func (d *Dashboard) RevokeInvitation(w http.ResponseWriter, r *http.Request, c *call) error {
 	return c.orgAction(http.MethodDelete, "/api/v1/org/invitations/"+url.PathEscape(r.PathValue("id")), nil, "The invitation is revoked.")
+}
+
+// invited says where the invitation to address went.
+func (c *call) invited(address string) string {
+	if c.d.outbox {
+		return "Invitation made for " + address + ". " + outboxNote + " Or pass the link below on yourself."
+	}
+	return c.mailed("an invitation", address)
 }

@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/perch-dev/perch"
@@ -37,6 +39,15 @@ type Options struct {
 	BaseURL string       // public address, for links, receiver URLs and cookie security
 	Logger  *slog.Logger
 	Regions []perch.Region // every region, this one marked current; the sign-in page offers the others
+	// MailOutbox says that no SMTP server is set: mail waits in the outbox
+	// for the operator (perch admin outbox), and pages do not say it was sent.
+	MailOutbox bool
+	// AnonymousBroadcast says that deliveries without a token are broadcast
+	// to everyone (server.Options.AnonymousBroadcast); platform admins are told.
+	AnonymousBroadcast bool
+	// GitHubSigned and PagerDutySigned say that the server checks those
+	// senders' signatures, so the Webhooks page's example signs its body.
+	GitHubSigned, PagerDutySigned bool
 }
 
 // Dashboard serves the pages; routes.go lists them.
@@ -49,21 +60,27 @@ type Dashboard struct {
 	pages     map[string]*template.Template
 	assets    fs.FS
 	origins   *http.CrossOriginProtection
-	csp       string         // the pages' Content-Security-Policy
-	elsewhere []perch.Region // the other regions
+	csp       string          // the pages' Content-Security-Policy
+	elsewhere []perch.Region  // the other regions
+	outbox    bool            // no SMTP server: mail waits for the operator
+	broadcast bool            // token-less deliveries are broadcast
+	signed    map[string]bool // senders whose signatures the server checks
 }
 
 // New parses the templates; a template that does not parse is a bug, and
 // panics at start-up rather than on a visit.
 func New(o Options) *Dashboard {
 	d := &Dashboard{
-		mux:     http.NewServeMux(),
-		api:     o.API,
-		base:    strings.TrimRight(o.BaseURL, "/"),
-		secure:  strings.HasPrefix(o.BaseURL, "https://"),
-		log:     o.Logger,
-		pages:   map[string]*template.Template{},
-		origins: http.NewCrossOriginProtection(),
+		mux:       http.NewServeMux(),
+		api:       o.API,
+		base:      strings.TrimRight(o.BaseURL, "/"),
+		secure:    strings.HasPrefix(o.BaseURL, "https://"),
+		log:       o.Logger,
+		pages:     map[string]*template.Template{},
+		origins:   http.NewCrossOriginProtection(),
+		outbox:    o.MailOutbox,
+		broadcast: o.AnonymousBroadcast,
+		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
 	}
 	// The feed's WebSocket is on this server: browsers before CSP level 3
 	// do not count ws(s):// of the page's own host as 'self', so it is named.
@@ -148,6 +165,9 @@ type view struct {
 	Fields map[string]string // per-field problems of a failed form
 	Form   url.Values        // what was typed, to fill a failed form again
 	Data   any
+	// Outbox says that this server sends no mail: it waits in the outbox
+	// for the operator (Options.MailOutbox).
+	Outbox bool
 	// Elsewhere are the other regions' deployments, where an account of
 	// another region signs in.
 	Elsewhere []perch.Region
@@ -216,12 +236,52 @@ func (d *Dashboard) serve(h handler, private bool) http.Handler {
 // fail shows an error page for what a handler could not recover from.
 func (d *Dashboard) fail(c *call, err error) {
 	status := perch.HTTPStatus(perch.ErrorCode(err))
-	msg := perch.ErrorMessage(err)
-	if status >= http.StatusInternalServerError {
+	title, msg := "Something went wrong", c.say(err)
+	switch {
+	case status == http.StatusNotFound:
+		title = "Page not found"
+	case status == http.StatusTooManyRequests:
+		title = "Slow down a little"
+	case status >= http.StatusInternalServerError:
 		d.log.Error("dashboard page failed", "path", c.r.URL.Path, "err", err)
-		msg = "Something went wrong on our side. Please try again."
+		msg = "Something went wrong on our side, and it is not something you did. Please try again in a minute; if it keeps happening, tell the people who run this server."
 	}
-	c.render(status, "error", view{Title: "Something went wrong", Error: msg})
+	c.render(status, "error", view{Title: title, Error: msg})
+}
+
+// retryAfter is how the client reports a 429's Retry-After (client/errors.go).
+var retryAfter = regexp.MustCompile(`\s*\(Retry-After: (\d+)\)$`)
+
+// say is err's message for a person. A rate limit says how long to wait,
+// in words, and the page carries the Retry-After the API gave.
+func (c *call) say(err error) string {
+	msg := perch.ErrorMessage(err)
+	if perch.ErrorCode(err) != perch.ERATELIMITED {
+		return msg
+	}
+	wait := "a minute"
+	if m := retryAfter.FindStringSubmatch(msg); m != nil {
+		c.w.Header().Set("Retry-After", m[1])
+		if n, _ := strconv.Atoi(m[1]); n == 1 {
+			wait = "a second"
+		} else {
+			wait = m[1] + " seconds"
+		}
+	}
+	return "That was a lot of tries in a short time, so this server is holding back for a moment. Please wait " + wait + ", then try again."
+}
+
+// outboxNote says where mail goes on a server without SMTP, in place of
+// "we e-mailed you".
+const outboxNote = "This server sends no e-mail yet: the message waits for its operator, who finds it with perch admin outbox."
+
+// mailed says that a message about what went to address: sent, or, without
+// SMTP, waiting for the operator.
+func (c *call) mailed(what, address string) string {
+	if c.d.outbox {
+		return "We made " + what + " for " + address + ". " + outboxNote
+	}
+	return "We sent " + what + " to " + address + "."
 }
 
 // flash keeps a message for the next page the browser loads.
@@ -254,6 +314,7 @@ func (c *call) render(status int, page string, v view) {
 		v.User = c.user
 	}
 	v.Elsewhere = c.d.elsewhere
+	v.Outbox = c.d.outbox
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
 		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})
@@ -284,7 +345,7 @@ func (c *call) formError(name string, v view, err error) error {
 	case perch.EINTERNAL, perch.EUNAVAILABLE:
 		return err
 	}
-	v.Error = perch.ErrorMessage(err)
+	v.Error = c.say(err)
 	var pe *perch.Error
 	if errors.As(err, &pe) {
 		v.Fields = pe.Fields
