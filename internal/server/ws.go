@@ -103,6 +103,11 @@ func (rs *replaySlots) underWay() int {
 	return len(rs.users)
 }
 
+// statusTokenExpired closes a socket whose access token expired: renew the
+// token and reconnect. A private code (RFC 6455 §7.4.2), since 1008 means
+// the credential is gone for good (revoked) and reconnecting cannot help.
+const statusTokenExpired websocket.StatusCode = 4401
+
 // closeStatus is how a connection is closed for each reason the hub drops a
 // client; all of them invite the client to reconnect.
 var closeStatus = map[string]websocket.StatusCode{
@@ -111,7 +116,7 @@ var closeStatus = map[string]websocket.StatusCode{
 	hub.ReasonShutdown: websocket.StatusGoingAway,
 	hub.ReasonLost:     websocket.StatusServiceRestart,
 	hub.ReasonRevoked:  websocket.StatusPolicyViolation,
-	hub.ReasonExpired:  websocket.StatusPolicyViolation,
+	hub.ReasonExpired:  statusTokenExpired,
 }
 
 // websocket serves GET /ws: authenticate (401 before any upgrade), join the

@@ -137,8 +137,8 @@ func TestSocketEndsWhenItsAccessTokenExpires(t *testing.T) {
 	// The socket's timer looks at the server's clock when the token's last
 	// 300 ms have passed; move the clock past the expiry.
 	a.clock.Advance(time.Second)
-	if got := short.closeStatus(); got != websocket.StatusPolicyViolation {
-		t.Fatalf("closed with %v, want %v", got, websocket.StatusPolicyViolation)
+	if got := short.closeStatus(); got != statusTokenExpired {
+		t.Fatalf("closed with %v, want %v", got, statusTokenExpired)
 	}
 	a.stillLive(hook, "later", script)
 }

@@ -230,8 +230,12 @@ function feed(root) {
       }
     };
     ws.onclose = async (e) => {
+      // 1008: this sign-in was revoked (signed out here or elsewhere, or
+      // the password changed): there is nothing to reconnect with.
+      if (e.code === 1008) { setStatus("offline", "Signed out: sign in again to see new notifications."); return; }
       setStatus("offline", "Reconnecting…");
-      if (!opened || e.code === 1008) await renew().catch(() => false); // 1008: the access token ended
+      // 4401: the access token ended; renew it at once.
+      if (!opened || e.code === 4401) await renew().catch(() => false);
       const delay = Math.min(30000, 500 * 2 ** retry++) * (0.5 + Math.random() / 2);
       setTimeout(connect, delay);
     };
