@@ -38,7 +38,7 @@ type Event struct {
 	Notification *perch.Notification // EventNotification
 	Replayed     int                 // EventReady: notifications replayed since the resume point
 	Gap          bool                // EventReady: some missed notifications are gone for good
-	LastID       string              // EventReady: where Listen resumes from now ("" when the user has none)
+	LastID       string              // EventReady: where Listen resumes from now ("0" when the user has none)
 	ReadIDs      []string            // EventRead
 	Err          error               // EventDisconnected
 	RetryIn      time.Duration       // EventDisconnected: the wait before the next attempt
@@ -254,6 +254,11 @@ func (s *stream) handle(b []byte) {
 	case "ready":
 		if f.Data.LastID != "" && after(f.Data.LastID, s.last) {
 			s.last = f.Data.LastID
+		}
+		if s.last == "" {
+			// Nothing yet: resume from before the first, or a reconnection
+			// without since would replay nothing and lose what came between.
+			s.last = "0"
 		}
 		s.fn(Event{Type: EventReady, Replayed: f.Data.Replayed, Gap: f.Data.Gap, LastID: s.last})
 	case "read":

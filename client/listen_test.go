@@ -116,6 +116,34 @@ func TestListenResumesFromReadyLastID(t *testing.T) {
 		t.Errorf("ready LastIDs = %q", resume)
 	}
 }
+
+// A user with no notification yet gets a ready frame without last_id: the
+// next connection must still resume, from before the first, or what
+// arrives while it is away is lost.
+func TestListenResumesFromTheStartWhenThereWasNothing(t *testing.T) {
+	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
+		conn := accept(w, r)
+		send(conn, ready(0, false))
+		if n == 0 {
+			conn.CloseNow()
+			return
+		}
+		holdOpen(conn)
+	}}
+	events, err := listen(t, listenClient(t, f), "", isType(EventReady, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sinces, _ := f.attempts(); !reflect.DeepEqual(sinces, []string{"", "0"}) {
+		t.Errorf("since sent = %q, want the reconnection to resume from 0", sinces)
+	}
+	for _, e := range events {
+		if e.Type == EventReady && e.LastID != "0" {
+			t.Errorf("ready LastID = %q, want 0", e.LastID)
+		}
+	}
+}
+
 func TestListenRefreshesOn401(t *testing.T) {
 	var refreshes atomic.Int32
 	f := &wsFake{rest: refreshServer(&refreshes, false), script: func(n int, w http.ResponseWriter, r *http.Request) {

@@ -226,6 +226,9 @@ function feed(root) {
       else if (f.type === "ready") {
         retry = 0;
         if (f.data.last_id && (!lastId || num(f.data.last_id) > num(lastId))) lastId = f.data.last_id;
+        // With nothing yet, resume from before the first: a reconnection
+        // without since would replay nothing, and lose what came between.
+        if (!lastId) lastId = "0";
         setStatus("live", f.data.gap ? "Live (older notifications were pruned)" : "Live");
       }
     };
