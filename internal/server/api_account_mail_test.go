@@ -19,11 +19,11 @@ func TestRegistrationMailVerifiesTheAddress(t *testing.T) {
 			t.Fatalf("mail from %q, subject %q", m.From, m.Subject)
 		}
 		token := tokenOf(t, m.Link(), "/verify-email")
-		u := expect(t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200).data()
+		u := expect(t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200).Data()
 		if u["id"] != ada.ID || u["email_verified"] != true {
 			t.Fatalf("verified user = %v", u)
 		}
-		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).data(); me["email_verified"] != true {
+		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).Data(); me["email_verified"] != true {
 			t.Fatal("not verified")
 		}
 		expect(t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 400)
@@ -37,7 +37,7 @@ func TestForgotAndResetPassword(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		a.mail.WaitFor(t, ada.Email) // the verification mail
-		other := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).data()
+		other := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).Data()
 
 		known := expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": "ADA@example.com"}), 202)
 		unknown := expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": "nobody@example.com"}), 202)
@@ -48,8 +48,8 @@ func TestForgotAndResetPassword(t *testing.T) {
 		token := a.mailedToken(ada.Email, "/reset-password")
 
 		res := expect(t, a.call("POST", "/api/v1/auth/reset-password", "", map[string]string{"token": token, "password": "ada@example.com"}), 422)
-		if res.fields()["password"] != "must not be your e-mail address" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["password"] != "must not be your e-mail address" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		expect(t, a.call("POST", "/api/v1/auth/reset-password", "", map[string]string{"token": token, "password": "a fresh start 2026"}), 204)
 		for _, access := range []string{ada.Access, other["access_token"].(string)} {
@@ -90,12 +90,12 @@ func TestChangeEmailAfterVerifyingTheNewAddress(t *testing.T) {
 
 		expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"email": "countess@example.com"}), 422)
 		expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"email": "bob@example.com", "current_password": goodPassword}), 409)
-		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"email": "countess@example.com", "current_password": goodPassword}), 200).data()
+		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"email": "countess@example.com", "current_password": goodPassword}), 200).Data()
 		if res["email"] != ada.Email || res["pending_email"] != "countess@example.com" {
 			t.Fatalf("answer = %v", res)
 		}
 		token := a.mailedToken("countess@example.com", "/verify-email")
-		u := expect(t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200).data()
+		u := expect(t, a.call("POST", "/api/v1/auth/verify-email", "", map[string]string{"token": token}), 200).Data()
 		if u["email"] != "countess@example.com" || u["email_verified"] != true {
 			t.Fatalf("user = %v", u)
 		}
@@ -113,13 +113,13 @@ func TestCheckResetLink(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": ada.Email}), 202)
 		token := a.mailedToken(ada.Email, "/reset-password")
 		for range 2 { // asking twice: still live
-			if got := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": token}), 200).data(); got["email"] != ada.Email {
+			if got := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": token}), 200).Data(); got["email"] != ada.Email {
 				t.Fatalf("check = %v", got)
 			}
 		}
 		res := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{}), 400)
-		if res.fields()["token"] == nil {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["token"] == nil {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": "pem_unknown"}), 400)
 		expect(t, a.call("POST", "/api/v1/auth/reset-password", "", map[string]string{"token": token, "password": "a fresh start 2026"}), 204)

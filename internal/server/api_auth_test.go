@@ -15,7 +15,7 @@ func TestRegister(t *testing.T) {
 		res := expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]any{
 			"name": "Ada Lovelace", "email": "Ada@Example.com", "password": goodPassword, "plan": "ignored",
 		}), 201)
-		d := res.data()
+		d := res.Data()
 		u := d["user"].(map[string]any)
 		if u["email"] != "Ada@Example.com" || u["name"] != "Ada Lovelace" || u["org_role"] != "owner" || u["id"] == "" {
 			t.Fatalf("user = %v", u)
@@ -28,8 +28,8 @@ func TestRegister(t *testing.T) {
 		}
 		// The new account can be used at once.
 		me := expect(t, a.call("GET", "/api/v1/users/me", d["access_token"].(string), nil), 200)
-		if me.data()["id"] != u["id"] {
-			t.Fatalf("me = %v", me.data())
+		if me.Data()["id"] != u["id"] {
+			t.Fatalf("me = %v", me.Data())
 		}
 		org, err := s.Org(t.Context(), u["org_id"].(string))
 		if err != nil || org.Name != "Ada Lovelace's organisation" || org.PlanStatus != perch.PlanTrialing {
@@ -61,7 +61,7 @@ func TestRegisterValidation(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				res := expect(t, a.call("POST", "/api/v1/auth/register", "", c.body), 422)
-				got := res.fields()
+				got := res.Fields()
 				if len(got) != len(c.wantProblem) {
 					t.Fatalf("fields = %v, want %v", got, c.wantProblem)
 				}
@@ -80,8 +80,8 @@ func TestLogin(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		res := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "ADA@example.com", "password": goodPassword}), 200)
-		if res.data()["user"].(map[string]any)["id"] != ada.ID || res.data()["access_token"] == ada.Access {
-			t.Fatalf("login = %v", res.data())
+		if res.Data()["user"].(map[string]any)["id"] != ada.ID || res.Data()["access_token"] == ada.Access {
+			t.Fatalf("login = %v", res.Data())
 		}
 		wrong := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": "not the password"}), 401)
 		unknown := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "nobody@example.com", "password": "not the password"}), 401)
@@ -89,8 +89,8 @@ func TestLogin(t *testing.T) {
 			t.Fatalf("a wrong password and an unknown address answer differently:\n%s\n%s", wrong.Raw, unknown.Raw)
 		}
 		res = expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ""}), 422)
-		if res.fields()["email"] != "is required" || res.fields()["password"] != "is required" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["email"] != "is required" || res.Fields()["password"] != "is required" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 	})
 }
@@ -100,7 +100,7 @@ func TestRefreshRotatesAndReuseRevokes(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		res := expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": ada.Refresh}), 200)
-		access, refresh := res.data()["access_token"].(string), res.data()["refresh_token"].(string)
+		access, refresh := res.Data()["access_token"].(string), res.Data()["refresh_token"].(string)
 		if refresh == ada.Refresh || access == ada.Access {
 			t.Fatal("refresh did not issue new tokens")
 		}
@@ -127,7 +127,7 @@ func TestAccessTokenExpiresAfterFifteenMinutes(t *testing.T) {
 		expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 401)
 		// The refresh token still works and yields a live access token.
 		res := expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": ada.Refresh}), 200)
-		expect(t, a.call("GET", "/api/v1/users/me", res.data()["access_token"].(string), nil), 200)
+		expect(t, a.call("GET", "/api/v1/users/me", res.Data()["access_token"].(string), nil), 200)
 	})
 }
 
@@ -135,7 +135,7 @@ func TestLogoutRevokesOneSignIn(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
-		other := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).data()
+		other := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).Data()
 		res := expect(t, a.call("POST", "/api/v1/auth/logout", "", map[string]string{"refresh_token": ada.Refresh}), 204)
 		if res.Raw != "" {
 			t.Fatalf("204 with a body: %q", res.Raw)

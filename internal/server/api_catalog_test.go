@@ -12,7 +12,7 @@ import (
 func TestPlansNeedNoSignIn(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
-		plans := expect(t, a.call("GET", "/api/v1/billing/plans", "", nil), 200).list()
+		plans := expect(t, a.call("GET", "/api/v1/billing/plans", "", nil), 200).List()
 		var slugs []string
 		for _, p := range plans {
 			slugs = append(slugs, p["slug"].(string))
@@ -37,14 +37,14 @@ func TestAnnouncements(t *testing.T) {
 		expect(t, a.call("GET", "/api/v1/announcements", "", nil), 401)
 		expect(t, a.call("POST", "/api/v1/admin/announcements", ada.Access, map[string]string{"title": "Hi", "body": "x"}), 403)
 		res := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "", "body": ""}), 422)
-		if res.fields()["title"] != "is required" || res.fields()["body"] != "is required" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["title"] != "is required" || res.Fields()["body"] != "is required" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 
-		first := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Welcome", "body": "Hello."}), 201).data()
+		first := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Welcome", "body": "Hello."}), 201).Data()
 		a.clock.Advance(time.Minute)
-		second := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Maintenance", "body": "Sunday."}), 201).data()
-		list := expect(t, a.call("GET", "/api/v1/announcements", ada.Access, nil), 200).list()
+		second := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Maintenance", "body": "Sunday."}), 201).Data()
+		list := expect(t, a.call("GET", "/api/v1/announcements", ada.Access, nil), 200).List()
 		if len(list) != 2 || list[0]["id"] != second["id"] || list[1]["id"] != first["id"] {
 			t.Fatalf("list = %v", list)
 		}
@@ -57,7 +57,7 @@ func TestAnnouncements(t *testing.T) {
 		path := "/api/v1/admin/announcements/" + first["id"].(string)
 		expect(t, a.call("PATCH", path, ada.Access, map[string]string{"title": "Hacked"}), 403)
 		expect(t, a.call("PATCH", path, root.Access, map[string]string{"title": " "}), 422)
-		upd := expect(t, a.call("PATCH", path, root.Access, map[string]string{"title": "Welcome aboard"}), 200).data()
+		upd := expect(t, a.call("PATCH", path, root.Access, map[string]string{"title": "Welcome aboard"}), 200).Data()
 		if upd["title"] != "Welcome aboard" || upd["body"] != "Hello." {
 			t.Fatalf("updated = %v", upd)
 		}
@@ -72,13 +72,13 @@ func TestAdminGrantedInTheStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
-		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).data(); me["is_admin"] != false {
+		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).Data(); me["is_admin"] != false {
 			t.Fatalf("is_admin = %v", me["is_admin"])
 		}
 		if err := s.GrantAdmin(t.Context(), ada.Email); err != nil {
 			t.Fatal(err)
 		}
-		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).data(); me["is_admin"] != true {
+		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).Data(); me["is_admin"] != true {
 			t.Fatalf("is_admin after grant = %v", me["is_admin"])
 		}
 		expect(t, a.call("POST", "/api/v1/admin/announcements", ada.Access, map[string]string{"title": "Hi", "body": "x"}), 201)

@@ -54,7 +54,7 @@ func (a *api) startDevice(port int, extra ...string) *deviceApp {
 			q.Set(extra[i], extra[i+1])
 		}
 	}
-	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).data()
+	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).Data()
 	app.session, _ = d["session_id"].(string)
 	app.userCode, _ = d["user_code"].(string)
 	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
@@ -81,7 +81,7 @@ func (a *api) approveWithCode(acc *account, app *deviceApp, userCode string) str
 	if userCode != "" {
 		body["user_code"] = userCode
 	}
-	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, body), 200).data()
+	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, body), 200).Data()
 	if d["status"] != "approved" || d["user_code_confirmed"] != (userCode != "") {
 		a.t.Fatalf("complete = %v", d)
 	}
@@ -125,7 +125,7 @@ func (a *api) complete(token string, v url.Values, headers ...string) *response 
 // redirectURL is where complete's answer sends the browser.
 func redirectURL(tb testing.TB, res *response) string {
 	tb.Helper()
-	u, _ := expect(tb, res, 200).data()["redirect_url"].(string)
+	u, _ := expect(tb, res, 200).Data()["redirect_url"].(string)
 	return u
 }
 
@@ -139,16 +139,16 @@ func (a *api) wantSignedIn(d map[string]any, acc *account) {
 		d["token_type"] != "Bearer" || d["expires_in"] != 900.0 {
 		a.t.Fatalf("sign-in = %v", d)
 	}
-	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.data()["id"] != acc.ID {
-		a.t.Fatalf("me = %v", me.data())
+	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.Data()["id"] != acc.ID {
+		a.t.Fatalf("me = %v", me.Data())
 	}
 	expect(a.t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 200)
 }
 
 func wantField(tb testing.TB, res *response, field string) {
 	tb.Helper()
-	if _, ok := res.fields()[field]; !ok {
-		tb.Fatalf("error fields %v do not name %s", res.fields(), field)
+	if _, ok := res.Fields()[field]; !ok {
+		tb.Fatalf("error fields %v do not name %s", res.Fields(), field)
 	}
 }
 
@@ -157,23 +157,23 @@ func TestDeviceSignIn(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" || len(st) != 1 {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" || len(st) != 1 {
 			t.Fatalf("status = %v", st)
 		}
 		code := a.approve(ada, app)
 		// Approved without the user code: the poll is told to wait for the
 		// callback, and gets no tokens.
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "approved" || st["callback_only"] != true || len(st) != 2 {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "approved" || st["callback_only"] != true || len(st) != 2 {
 			t.Fatalf("status after an approval without the code = %v", st)
 		}
 		res := expect(t, a.exchange(app, code, app.verifier), 200)
-		a.wantSignedIn(res.data(), ada)
+		a.wantSignedIn(res.Data(), ada)
 
 		// The code works once; afterwards the status says the tokens went.
 		if res := expect(t, a.exchange(app, code, app.verifier), 409); !strings.Contains(res.Raw, "already used") {
 			t.Fatalf("second exchange: %s", res.Raw)
 		}
-		st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+		st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
 		if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil {
 			t.Fatalf("status after the exchange = %v", st)
 		}
@@ -191,7 +191,7 @@ func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
 		if !ok || !strings.HasPrefix(code, perch.DeviceCodePrefix) || len(code) != len(perch.DeviceCodePrefix)+52 {
 			t.Fatalf("redirect_url = %q, want %s<code>", loc, prefix)
 		}
-		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).Data(), ada)
 
 		// Denied: back to the app with access_denied.
 		app = a.startDevice(1024)
@@ -199,7 +199,7 @@ func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
 			"http://127.0.0.1:1024/callback?error=access_denied&session_id="+app.session; got != want {
 			t.Fatalf("deny = %q, want %q", got, want)
 		}
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "denied" {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "denied" {
 			t.Fatalf("status = %v", st)
 		}
 	})
@@ -223,7 +223,7 @@ func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
 		}
 		// A JSON body sent as text/plain needs no preflight: refused too.
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, `{"session_id":"`+app.session+`"}`, "Sec-Fetch-Site", "cross-site"), 403)
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
 			t.Fatalf("status = %v", st)
 		}
 	})
@@ -246,7 +246,7 @@ func TestDeviceAuthorizeAnswersJSONEvenToABrowser(t *testing.T) {
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	v := newVerifier()
 	res := expect(t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(v), "", nil, "Accept", chromeAccept), 200)
-	if u, _ := res.data()["verification_url"].(string); !strings.HasPrefix(u, "http://perch.test/device?session_id=") {
+	if u, _ := res.Data()["verification_url"].(string); !strings.HasPrefix(u, "http://perch.test/device?session_id=") {
 		t.Fatalf("verification_url = %q", u)
 	}
 }
@@ -257,18 +257,18 @@ func TestDeviceStatusPolling(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
 		for range 3 {
-			if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+			if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
 				t.Fatalf("status = %v", st)
 			}
 		}
 		code := a.approveWithCode(ada, app, app.userCode)
-		st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+		st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
 		if st["status"] != "approved" || st["exchanged"] != nil || st["callback_only"] != nil {
 			t.Fatalf("first status after approval = %v", st)
 		}
 		a.wantSignedIn(st, ada)
 		for range 2 {
-			st = expect(t, a.deviceStatus(app, app.verifier), 200).data()
+			st = expect(t, a.deviceStatus(app, app.verifier), 200).Data()
 			if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil || st["refresh_token"] != nil || st["user"] != nil {
 				t.Fatalf("later status = %v", st)
 			}
@@ -300,9 +300,9 @@ func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
-				case res.Status == 200 && res.data()["access_token"] != nil:
+				case res.Status == 200 && res.Data()["access_token"] != nil:
 					tokens++
-				case res.Status == 409, res.Status == 200 && res.data()["exchanged"] == true:
+				case res.Status == 409, res.Status == 200 && res.Data()["exchanged"] == true:
 				default:
 					t.Errorf("unexpected answer %d: %s", res.Status, res.Raw)
 				}
@@ -321,11 +321,11 @@ func TestDeviceDeny(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 200).data()
+		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 200).Data()
 		if d["status"] != "denied" || d["redirect_url"] != "http://127.0.0.1:53682/callback?error=access_denied&session_id="+app.session {
 			t.Fatalf("deny = %v", d)
 		}
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "denied" || len(st) != 1 {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "denied" || len(st) != 1 {
 			t.Fatalf("status = %v", st)
 		}
 		// Answered once: neither approving nor denying again changes it.
@@ -378,7 +378,7 @@ func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
 
 		// Failed attempts do not spend the sign-in: a guesser holding only
 		// the session id cannot lock the app out.
-		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).Data(), ada)
 		expect(t, a.exchange(app, code, app.verifier), 409)
 	})
 }
@@ -395,7 +395,7 @@ func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
 			t.Fatalf("a wrong verifier got tokens: %s", res.Raw)
 		}
 		// The right verifier still gets them.
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
 	})
 }
 
@@ -411,7 +411,7 @@ func TestDeviceSignInExpires(t *testing.T) {
 		a.clock.Advance(time.Second)
 
 		for _, app := range []*deviceApp{unanswered, approved, late} {
-			if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "expired" || len(st) != 1 {
+			if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "expired" || len(st) != 1 {
 				t.Fatalf("status after 10 minutes = %v", st)
 			}
 		}

@@ -35,7 +35,7 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		// the callback, and never a token.
 		for range 3 {
 			st := expect(t, a.deviceStatus(attacker, attacker.verifier), 200)
-			if d := st.data(); d["status"] != "approved" || d["callback_only"] != true || len(d) != 2 {
+			if d := st.Data(); d["status"] != "approved" || d["callback_only"] != true || len(d) != 2 {
 				t.Fatalf("the attacker's poll = %v", d)
 			}
 			for _, leak := range []string{"access_token", "refresh_token", perch.AccessTokenPrefix, perch.RefreshTokenPrefix, victim.Email} {
@@ -47,7 +47,7 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		// Nor does guessing the one-time code help, and the guesses do not
 		// spend the sign-in.
 		wantField(t, expect(t, a.exchange(attacker, perch.DeviceCodePrefix+strings.Repeat("a", 52), attacker.verifier), 400), "code")
-		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).data(); d["callback_only"] != true {
+		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).Data(); d["callback_only"] != true {
 			t.Fatalf("after the guesses: %v", d)
 		}
 		// The store holds to it whatever a handler read.
@@ -58,7 +58,7 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		// The same by JSON: approved, not confirmed, no tokens to the poll.
 		attacker = a.startDevice(53682)
 		a.approve(victim, attacker)
-		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).data(); d["access_token"] != nil || d["callback_only"] != true {
+		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).Data(); d["access_token"] != nil || d["callback_only"] != true {
 			t.Fatalf("the attacker's poll after a JSON approval = %v", d)
 		}
 	})
@@ -78,7 +78,7 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 		} {
 			app := a.startDevice(53682)
 			a.approveWithCode(ada, app, typed(app.userCode))
-			st := expect(t, a.deviceStatus(app, app.verifier), 200).data()
+			st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
 			if st["status"] != "approved" || st["callback_only"] != nil {
 				t.Fatalf("status after an approval with the code = %v", st)
 			}
@@ -90,7 +90,7 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 		if loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}, "user_code": {app.userCode}})); app.callback(t, loc).Get("code") == "" {
 			t.Fatalf("approval with the code sent the browser to %q", loc)
 		}
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
 	})
 }
 
@@ -112,17 +112,17 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 			}
 			res := expect(t, complete(code), 422)
 			wantField(t, res, "user_code")
-			if len(res.fields()) != 1 {
-				t.Fatalf("fields = %v", res.fields())
+			if len(res.Fields()) != 1 {
+				t.Fatalf("fields = %v", res.Fields())
 			}
 		}
 		wantField(t, expect(t, a.complete(ada.Access,
 			url.Values{"session_id": {app.session}, "user_code": {"ZZZZ-ZZZZ"}}), 422), "user_code")
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
 			t.Fatalf("status after wrong codes = %v", st)
 		}
 		a.approveWithCode(ada, app, app.userCode)
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
 
 		// A sign-in that can no longer be answered says so, whatever the
 		// code: the state first, then the code.
@@ -138,7 +138,7 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 		// Denying needs no code, and a code typed before denying is ignored.
 		deny := a.startDevice(53685)
 		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access,
-			map[string]string{"session_id": deny.session, "action": "deny", "user_code": "nonsense"}), 200).data()
+			map[string]string{"session_id": deny.session, "action": "deny", "user_code": "nonsense"}), 200).Data()
 		if d["status"] != "denied" || d["user_code_confirmed"] != false {
 			t.Fatalf("deny = %v", d)
 		}
@@ -157,12 +157,12 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 		res := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.session, ada.Access, nil), 200)
 		want := map[string]any{"session_id": app.session, "client_name": "Perch menu bar", "client_ip": "2001:db8::7", "status": "pending",
 			"created_at": asked.Format(time.RFC3339), "expires_at": asked.Add(perch.DeviceSessionTTL).Format(time.RFC3339)}
-		if got := res.data(); len(got) != len(want) {
+		if got := res.Data(); len(got) != len(want) {
 			t.Fatalf("request = %v, want %v", got, want)
 		}
 		for k, v := range want {
-			if res.data()[k] != v {
-				t.Errorf("request %s = %v, want %v", k, res.data()[k], v)
+			if res.Data()[k] != v {
+				t.Errorf("request %s = %v, want %v", k, res.Data()[k], v)
 			}
 		}
 		for _, secret := range []string{app.userCode, strings.ReplaceAll(app.userCode, "-", ""), "user_code"} {
@@ -173,12 +173,12 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 
 		// The default name, and the address as the server saw it.
 		plain := a.startDevice(53683)
-		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).data(); d["client_name"] != perch.DefaultDeviceClientName || d["client_ip"] != "192.0.2.1" {
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).Data(); d["client_name"] != perch.DefaultDeviceClientName || d["client_ip"] != "192.0.2.1" {
 			t.Fatalf("request = %v", d)
 		}
 		// Answered: approved (exchanged reads approved), denied.
 		a.exchange(plain, a.approve(ada, plain), plain.verifier)
-		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).data(); d["status"] != "approved" {
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).Data(); d["status"] != "approved" {
 			t.Fatalf("request after the exchange = %v", d)
 		}
 		expect(t, a.call("GET", "/api/v1/auth/device/requests/dev_unknown", ada.Access, nil), 404)
@@ -193,8 +193,8 @@ func TestDeviceAuthorizeClientName(t *testing.T) {
 		for _, name := range []string{"", "   ", strings.Repeat("x", 65), "perch\nCLI", "perch\u202eILC", "perch\x00"} {
 			q := url.Values{"port": {"8080"}, "code_challenge": {challenge}, "client_name": {name}}
 			res := expect(t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil), 400)
-			if len(res.fields()) != 1 {
-				t.Fatalf("client_name %q: fields %v", name, res.fields())
+			if len(res.Fields()) != 1 {
+				t.Fatalf("client_name %q: fields %v", name, res.Fields())
 			}
 			wantField(t, res, "client_name")
 		}

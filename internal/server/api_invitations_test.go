@@ -14,7 +14,7 @@ func TestInvitationMailJoinsNewUserToTheOrg(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
-		inv := expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": "Bob@Example.com", "role": "admin"}), 201).data()
+		inv := expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": "Bob@Example.com", "role": "admin"}), 201).Data()
 		if inv["email"] != "Bob@Example.com" || inv["role"] != "admin" || inv["status"] != "pending" || inv["invited_by"].(map[string]any)["id"] != ada.ID {
 			t.Fatalf("invitation = %v", inv)
 		}
@@ -32,14 +32,14 @@ func TestInvitationMailJoinsNewUserToTheOrg(t *testing.T) {
 		if !strings.Contains(res.Raw, "Bob@Example.com") {
 			t.Fatalf("the refusal does not say whom the invitation is for: %s", res.Raw)
 		}
-		bob := expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "Bob", "email": "bob@example.com", "password": goodPassword, "invitation_token": token}), 201).data()
+		bob := expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "Bob", "email": "bob@example.com", "password": goodPassword, "invitation_token": token}), 201).Data()
 		u := bob["user"].(map[string]any)
 		if u["org_id"] != ada.OrgID || u["org_role"] != "admin" || u["email_verified"] != true {
 			t.Fatalf("Bob = %v", u)
 		}
 		// Spent.
 		expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "Bob", "email": "bob2@example.com", "password": goodPassword, "invitation_token": token}), 400)
-		list := expect(t, a.call("GET", "/api/v1/org/invitations", ada.Access, nil), 200).list()
+		list := expect(t, a.call("GET", "/api/v1/org/invitations", ada.Access, nil), 200).List()
 		if len(list) != 1 || list[0]["status"] != "accepted" || list[0]["accepted_at"] == nil {
 			t.Fatalf("invitations = %v", list)
 		}
@@ -59,11 +59,11 @@ func TestAcceptInvitationWhenSignedIn(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/org/invitations/accept", "", map[string]string{"token": token}), 401)
 		expect(t, a.call("POST", "/api/v1/org/invitations/accept", carol.Access, map[string]string{"token": token}), 403)
 		expect(t, a.call("POST", "/api/v1/org/invitations/accept", bob.Access, map[string]string{}), 422)
-		org := expect(t, a.call("POST", "/api/v1/org/invitations/accept", bob.Access, map[string]string{"token": token}), 200).data()
+		org := expect(t, a.call("POST", "/api/v1/org/invitations/accept", bob.Access, map[string]string{"token": token}), 200).Data()
 		if org["id"] != ada.OrgID || org["seat_count"] != 2.0 {
 			t.Fatalf("org = %v", org)
 		}
-		me := expect(t, a.call("GET", "/api/v1/users/me", bob.Access, nil), 200).data()
+		me := expect(t, a.call("GET", "/api/v1/users/me", bob.Access, nil), 200).Data()
 		if me["org_id"] != ada.OrgID || me["org_role"] != "member" {
 			t.Fatalf("Bob = %v", me)
 		}
@@ -83,11 +83,11 @@ func TestInvitationRules(t *testing.T) {
 		expect(t, invite(bob, "x@example.com", "member"), 403)
 		expect(t, invite(carol, "x@example.com", "owner"), 403)
 		res := expect(t, invite(carol, "not an address", "chief"), 422)
-		if res.fields()["email"] == nil || res.fields()["role"] == nil {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["email"] == nil || res.Fields()["role"] == nil {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		expect(t, invite(carol, "BOB@example.com", "member"), 409) // a member already
-		dan := expect(t, invite(carol, "dan@example.com", ""), 201).data()
+		dan := expect(t, invite(carol, "dan@example.com", ""), 201).Data()
 		if dan["role"] != "member" {
 			t.Fatalf("default role = %v", dan["role"])
 		}
@@ -105,7 +105,7 @@ func TestInvitationRules(t *testing.T) {
 		erinToken := a.mailedToken("erin@example.com", "/invitations/accept")
 		a.apiToken(ada, "outlives the access token")
 		a.clock.Advance(perch.InvitationTTL)
-		list := expect(t, a.call("GET", "/api/v1/org/invitations", ada.Token, nil), 200).list()
+		list := expect(t, a.call("GET", "/api/v1/org/invitations", ada.Token, nil), 200).List()
 		status := map[string]any{}
 		for _, inv := range list {
 			status[inv["email"].(string)] = inv["status"]
@@ -124,7 +124,7 @@ func TestSeatCapCountsMembersAndPendingInvitations(t *testing.T) {
 		ada := a.register("Ada") // team plan: 25 seats
 		var last string
 		for i := range 24 {
-			last = expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": fmt.Sprintf("p%d@example.com", i)}), 201).data()["id"].(string)
+			last = expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": fmt.Sprintf("p%d@example.com", i)}), 201).Data()["id"].(string)
 		}
 		res := expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": "one.too.many@example.com"}), 409)
 		if !strings.Contains(res.Raw, "25 seats") {

@@ -11,7 +11,7 @@ import (
 func TestRegions(t *testing.T) {
 	alone := newAPI(t, storetest.New(t, store.SQLite))
 	res := expect(t, alone.call("GET", "/api/v1/regions", "", nil), 200)
-	if got := res.list(); len(got) != 1 || got[0]["name"] != "default" || got[0]["url"] != "http://perch.test" || got[0]["current"] != true {
+	if got := res.List(); len(got) != 1 || got[0]["name"] != "default" || got[0]["url"] != "http://perch.test" || got[0]["current"] != true {
 		t.Fatalf("a deployment with no regions: %v", got)
 	}
 	if res.Header.Get("X-Perch-Region") != "" {
@@ -24,7 +24,7 @@ func TestRegions(t *testing.T) {
 	}
 	eu := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Region, o.Regions = "eu", regions })
 	res = expect(t, eu.call("GET", "/api/v1/regions", "", nil), 200)
-	if got := res.list(); len(got) != 2 || got[0]["current"] != false || got[1]["name"] != "eu" || got[1]["current"] != true {
+	if got := res.List(); len(got) != 2 || got[0]["current"] != false || got[1]["name"] != "eu" || got[1]["current"] != true {
 		t.Fatalf("regions: %v", got)
 	}
 	// Every answer says where it came from, errors too.

@@ -14,18 +14,18 @@ func TestCreateAndUseAPIToken(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		res := expect(t, a.call("POST", "/api/v1/tokens", ada.Access, map[string]string{"label": " laptop "}), 201)
-		raw := res.data()["raw_token"].(string)
-		tok := res.data()["token"].(map[string]any)
+		raw := res.Data()["raw_token"].(string)
+		tok := res.Data()["token"].(map[string]any)
 		if !strings.HasPrefix(raw, "pat_") || tok["label"] != "laptop" || tok["is_active"] != true || tok["token_prefix"] != raw[:12] || tok["id"] == "" {
-			t.Fatalf("created %v", res.data())
+			t.Fatalf("created %v", res.Data())
 		}
 
 		// Usable as a bearer credential, and its use is recorded.
 		me := expect(t, a.call("GET", "/api/v1/users/me", raw, nil), 200)
-		if me.data()["id"] != ada.ID {
-			t.Fatalf("me = %v", me.data())
+		if me.Data()["id"] != ada.ID {
+			t.Fatalf("me = %v", me.Data())
 		}
-		list := expect(t, a.call("GET", "/api/v1/tokens", raw, nil), 200).list()
+		list := expect(t, a.call("GET", "/api/v1/tokens", raw, nil), 200).List()
 		if len(list) != 1 {
 			t.Fatalf("list = %v", list)
 		}
@@ -43,7 +43,7 @@ func TestCreateAndUseAPIToken(t *testing.T) {
 		}
 		a.clock.Advance(2 * time.Minute)
 		expect(t, a.call("GET", "/api/v1/users/me", raw, nil), 200)
-		list = expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).list()
+		list = expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).List()
 		if v := list[0]["last_verified_at"]; v != a.clock.Now().Format("2006-01-02T15:04:05Z") {
 			t.Errorf("last_verified_at after a later use = %v", v)
 		}
@@ -56,7 +56,7 @@ func TestAPITokenLabelRules(t *testing.T) {
 		ada := a.register("Ada")
 		for _, body := range []any{map[string]string{}, map[string]string{"label": "   "}, map[string]string{"label": strings.Repeat("x", 101)}} {
 			res := expect(t, a.call("POST", "/api/v1/tokens", ada.Access, body), 400)
-			if res.fields()["label"] == nil {
+			if res.Fields()["label"] == nil {
 				t.Errorf("%v: no label problem in %s", body, res.Raw)
 			}
 		}
@@ -74,8 +74,8 @@ func TestDeactivatedOrDeletedTokenFailsAtOnce(t *testing.T) {
 		path := "/api/v1/tokens/" + id
 
 		res := expect(t, a.call("PATCH", path, ada.Access, map[string]any{"is_active": false, "label": "old laptop"}), 200)
-		if res.data()["is_active"] != false || res.data()["label"] != "old laptop" {
-			t.Fatalf("patched = %v", res.data())
+		if res.Data()["is_active"] != false || res.Data()["label"] != "old laptop" {
+			t.Fatalf("patched = %v", res.Data())
 		}
 		expect(t, a.call("GET", "/api/v1/users/me", ada.Token, nil), 401)
 		expect(t, a.call("PATCH", path, ada.Access, map[string]any{"is_active": true}), 200)
@@ -96,7 +96,7 @@ func TestAnotherUsersTokenIsNotFound(t *testing.T) {
 		id := a.apiToken(ada, "laptop")
 		expect(t, a.call("PATCH", "/api/v1/tokens/"+id, bob.Access, map[string]any{"is_active": false}), 404)
 		expect(t, a.call("DELETE", "/api/v1/tokens/"+id, bob.Access, nil), 404)
-		if list := expect(t, a.call("GET", "/api/v1/tokens", bob.Access, nil), 200).list(); len(list) != 0 {
+		if list := expect(t, a.call("GET", "/api/v1/tokens", bob.Access, nil), 200).List(); len(list) != 0 {
 			t.Fatalf("Bob sees %v", list)
 		}
 		expect(t, a.call("GET", "/api/v1/users/me", ada.Token, nil), 200)
@@ -112,10 +112,10 @@ func TestAnAPITokenCannotMakeCredentials(t *testing.T) {
 		a.apiToken(ada, "script")
 		expect(t, a.call("POST", "/api/v1/tokens", ada.Token, map[string]string{"label": "child"}), 403)
 		expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Token, map[string]string{"label": "child", "sender": "inbound", "scope": "user"}), 403)
-		if got := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).list(); len(got) != 1 {
+		if got := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).List(); len(got) != 1 {
 			t.Fatalf("%d API tokens, want only the one made by signing in", len(got))
 		}
-		if got := expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list(); len(got) != 0 {
+		if got := expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List(); len(got) != 0 {
 			t.Fatalf("%d webhook tokens were made with an API token", len(got))
 		}
 		// Listing, renaming and deleting stay open to a token.

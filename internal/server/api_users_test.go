@@ -24,17 +24,17 @@ func TestUpdateMe(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"name": "  Countess of Lovelace "}), 200)
-		if res.data()["name"] != "Countess of Lovelace" {
-			t.Fatalf("name = %v", res.data()["name"])
+		if res.Data()["name"] != "Countess of Lovelace" {
+			t.Fatalf("name = %v", res.Data()["name"])
 		}
 		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"name": ""}), 422)
-		if res.fields()["name"] != "is required" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["name"] != "is required" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		// Nothing to change: the user as they are.
 		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{}), 200)
-		if res.data()["name"] != "Countess of Lovelace" {
-			t.Fatalf("name = %v", res.data()["name"])
+		if res.Data()["name"] != "Countess of Lovelace" {
+			t.Fatalf("name = %v", res.Data()["name"])
 		}
 	})
 }
@@ -43,16 +43,16 @@ func TestPasswordChangeNeedsCurrentAndSignsOutOthers(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
-		phone := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).data()
+		phone := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": ada.Email, "password": goodPassword}), 200).Data()
 		a.apiToken(ada, "ci")
 
 		res := expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "a brand new secret"}), 422)
-		if res.fields()["current_password"] != "is required to change the password or e-mail address" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["current_password"] != "is required to change the password or e-mail address" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		res = expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "short", "current_password": "wrong one!"}), 422)
-		if res.fields()["current_password"] != "is incorrect" || res.fields()["password"] != "must be at least 10 characters" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["current_password"] != "is incorrect" || res.Fields()["password"] != "must be at least 10 characters" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 		expect(t, a.call("PATCH", "/api/v1/users/me", ada.Access, map[string]string{"password": "a brand new secret", "current_password": goodPassword}), 200)
 
@@ -72,12 +72,12 @@ func TestFeatures(t *testing.T) {
 		res := expect(t, a.call("GET", "/api/v1/users/me/features", ada.Access, nil), 200)
 		// Nothing is advertised that is not built yet.
 		want := map[string]any{"workflows": false, "marketplace": false, "digest_email": false}
-		if len(res.data()) != len(want) {
-			t.Fatalf("features = %v", res.data())
+		if len(res.Data()) != len(want) {
+			t.Fatalf("features = %v", res.Data())
 		}
 		for k, v := range want {
-			if res.data()[k] != v {
-				t.Errorf("features[%s] = %v, want %v", k, res.data()[k], v)
+			if res.Data()[k] != v {
+				t.Errorf("features[%s] = %v, want %v", k, res.Data()[k], v)
 			}
 		}
 		expect(t, a.call("GET", "/api/v1/users/me/features", "", nil), 401)
@@ -91,13 +91,13 @@ func TestAdminByAddressNeedsTheAddressVerified(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root") // root@example.com is listed
-		me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).data()
+		me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).Data()
 		if me["is_admin"] != false {
 			t.Fatalf("an unverified listed address is admin: %v", me)
 		}
 		expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "x"}), 403)
 		a.verifyEmail(root)
-		if me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).data(); me["is_admin"] != true {
+		if me := expect(t, a.call("GET", "/api/v1/users/me", root.Access, nil), 200).Data(); me["is_admin"] != true {
 			t.Fatalf("a verified listed address is not admin: %v", me)
 		}
 		expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "x"}), 201)

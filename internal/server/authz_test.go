@@ -35,15 +35,15 @@ func newWorld(a *api, n int) *world {
 	if err := a.store.GrantAdmin(a.t.Context(), w.root.Email); err != nil {
 		a.t.Fatal(err)
 	}
-	w.team = expect(a.t, a.call("POST", "/api/v1/org/teams", w.owner.Access, map[string]string{"name": "Ops"}), 201).data()["id"].(string)
+	w.team = expect(a.t, a.call("POST", "/api/v1/org/teams", w.owner.Access, map[string]string{"name": "Ops"}), 201).Data()["id"].(string)
 	expect(a.t, a.call("PUT", "/api/v1/org/teams/"+w.team+"/members/"+w.member.ID, w.owner.Access, nil), 204)
 	frank := emailFor(name("Frank"))
-	inv := expect(a.t, a.call("POST", "/api/v1/org/invitations", w.owner.Access, map[string]string{"email": frank}), 201).data()
+	inv := expect(a.t, a.call("POST", "/api/v1/org/invitations", w.owner.Access, map[string]string{"email": frank}), 201).Data()
 	w.invitation = inv["id"].(string)
 	w.invitationToken = a.mailedToken(frank, "/invitations/accept")
 	w.ownerToken = a.apiToken(w.owner, "laptop")
-	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).data()["id"].(string)
-	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).data()["session_id"].(string)
+	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).Data()["id"].(string)
+	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).Data()["session_id"].(string)
 	return w
 }
 

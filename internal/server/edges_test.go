@@ -50,8 +50,8 @@ func TestBadBodies(t *testing.T) {
 			})
 		}
 		res := expect(t, a.call("POST", "/api/v1/tokens", ada.Access, `{"label": 42}`), 400)
-		if res.fields()["label"] != "must be a string" {
-			t.Fatalf("fields = %v", res.fields())
+		if res.Fields()["label"] != "must be a string" {
+			t.Fatalf("fields = %v", res.Fields())
 		}
 	})
 }

@@ -3,10 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/apitest"
 	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/fanout"
 	"github.com/perch-dev/perch/internal/hub"
@@ -94,60 +92,18 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs, mail: smtp}
 }
 
-// response is an answer with its body decoded.
-type response struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    string
-}
+// response is an answer with its body decoded (apitest.Response).
+type response = apitest.Response
 
-// data returns the "data" member as an object.
-func (r *response) data() map[string]any {
-	d, _ := r.Body["data"].(map[string]any)
-	return d
-}
-
-// list returns the "data" member as a list of objects.
-func (r *response) list() []map[string]any {
-	items, _ := r.Body["data"].([]any)
-	out := make([]map[string]any, len(items))
-	for i, it := range items {
-		out[i], _ = it.(map[string]any)
-	}
-	return out
-}
-
-// errorCode returns error.code, or "" for a success.
-func (r *response) errorCode() string {
-	e, _ := r.Body["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}
-
-// fields returns error.fields.
-func (r *response) fields() map[string]any {
-	e, _ := r.Body["error"].(map[string]any)
-	f, _ := e["fields"].(map[string]any)
-	return f
-}
+// expect fails the test unless res has the given status (and, for errors,
+// the error shape with the code that goes with it).
+var expect = apitest.Expect
 
 // call sends a request; body may be nil, a string (sent as is) or a value
 // (sent as JSON). Extra headers come in pairs.
 func (a *api) call(method, path, token string, body any, headers ...string) *response {
 	a.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		r = bytes.NewReader(j)
-	}
+	r := apitest.Body(a.t, body)
 	req := httptest.NewRequest(method, path, r)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -164,42 +120,7 @@ func (a *api) call(method, path, token string, body any, headers ...string) *res
 	}
 	rec := httptest.NewRecorder()
 	a.srv.ServeHTTP(rec, req)
-	res := &response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
-	if rec.Body.Len() > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(rec.Body.Bytes(), &res.Body); err != nil {
-			a.t.Fatalf("%s %s: body is not JSON: %v\n%s", method, path, err, rec.Body)
-		}
-	}
-	return res
-}
-
-// expect fails the test unless res has the given status (and, for errors,
-// the error shape with the code that goes with it).
-func expect(tb testing.TB, res *response, status int) *response {
-	tb.Helper()
-	if res.Status != status {
-		tb.Fatalf("status = %d, want %d; body: %s", res.Status, status, res.Raw)
-	}
-	if status >= 400 {
-		e, ok := res.Body["error"].(map[string]any)
-		if !ok || e["code"] == "" || e["message"] == "" {
-			tb.Fatalf("error body not in the error shape: %s", res.Raw)
-		}
-		if want := codeForStatus(status); res.errorCode() != want {
-			tb.Fatalf("error code = %q, want %q", res.errorCode(), want)
-		}
-	}
-	return res
-}
-
-func codeForStatus(status int) string {
-	for _, code := range []string{perch.EBADREQUEST, perch.EUNAUTHORIZED, perch.EFORBIDDEN, perch.ENOTFOUND, perch.EMETHOD,
-		perch.ECONFLICT, perch.ETOOLARGE, perch.EUPGRADE, perch.EVALIDATION, perch.ERATELIMITED, perch.EINTERNAL, perch.EUNAVAILABLE} {
-		if perch.HTTPStatus(code) == status {
-			return code
-		}
-	}
-	return ""
+	return apitest.NewResponse(a.t, method+" "+path, rec.Code, rec.Header(), rec.Body.Bytes())
 }
 
 // account is a registered user and their first sign-in.
@@ -216,7 +137,7 @@ func (a *api) register(name string) *account {
 	a.clock.Advance(time.Second) // sign-ups never share an instant
 	email := emailFor(name)
 	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": name, "email": email, "password": goodPassword}), 201)
-	d := res.data()
+	d := res.Data()
 	u := d["user"].(map[string]any)
 	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
 }
@@ -225,8 +146,8 @@ func (a *api) register(name string) *account {
 func (a *api) apiToken(acc *account, label string) (id string) {
 	a.t.Helper()
 	res := expect(a.t, a.call("POST", "/api/v1/tokens", acc.Access, map[string]string{"label": label}), 201)
-	acc.Token = res.data()["raw_token"].(string)
-	return res.data()["token"].(map[string]any)["id"].(string)
+	acc.Token = res.Data()["raw_token"].(string)
+	return res.Data()["token"].(map[string]any)["id"].(string)
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
@@ -277,7 +198,7 @@ func (a *api) invite(by *account, name, role string) *account {
 	token := a.mailedToken(email, "/invitations/accept")
 	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{
 		"name": name, "email": email, "password": goodPassword, "invitation_token": token}), 201)
-	d := res.data()
+	d := res.Data()
 	u := d["user"].(map[string]any)
 	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
 }
@@ -300,11 +221,4 @@ func (a *api) mailedToken(to, path string) string {
 			return tokenOf(a.t, link, path)
 		}
 	}
-}
-
-// errorMessage returns error.message, or "" for a success.
-func (r *response) errorMessage() string {
-	e, _ := r.Body["error"].(map[string]any)
-	m, _ := e["message"].(string)
-	return m
 }

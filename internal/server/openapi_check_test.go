@@ -21,6 +21,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/perch-dev/perch/internal/apitest"
 )
 
 // Every response a test receives from a path the API description covers is
@@ -191,7 +193,7 @@ func (sp *apiSpec) checkUnmatched(a answer) error {
 	if err := sp.errSch.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
 		return fmt.Errorf("the body is not in the error shape: %w", err)
 	}
-	if want := codeForStatus(a.status); body.(map[string]any)["error"].(map[string]any)["code"] != want {
+	if want := apitest.CodeFor(a.status); body.(map[string]any)["error"].(map[string]any)["code"] != want {
 		return fmt.Errorf("the error code is not %q", want)
 	}
 	return nil

@@ -29,8 +29,8 @@ func TestControlCharactersInFieldsAreRefused(t *testing.T) {
 		ada := a.register("Ada")
 		tokenID := a.apiToken(ada, "cli")
 		_, inbound := a.whToken(ada, "inbound", "user", "")
-		team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).data()["id"].(string)
-		note := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "Hello."}), 201).data()["id"].(string)
+		team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).Data()["id"].(string)
+		note := expect(t, a.call("POST", "/api/v1/admin/announcements", root.Access, map[string]string{"title": "Hi", "body": "Hello."}), 201).Data()["id"].(string)
 
 		for _, c := range controls {
 			bad := "ab" + c + "cd"
@@ -72,7 +72,7 @@ func TestControlCharactersInFieldsAreRefused(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(fmt.Sprintf("%s %U", tc.name, []rune(c)[0]), func(t *testing.T) {
 					res := expect(t, a.call(tc.method, tc.path, tc.token, tc.body), tc.status)
-					if f := res.fields(); len(f) != 1 || f[tc.field] == nil {
+					if f := res.Fields(); len(f) != 1 || f[tc.field] == nil {
 						t.Fatalf("fields = %v, want %s alone", f, tc.field)
 					}
 				})
@@ -80,16 +80,16 @@ func TestControlCharactersInFieldsAreRefused(t *testing.T) {
 		}
 
 		// Nothing changed, and nothing was stored.
-		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).data(); me["name"] != "Ada" || me["email"] != ada.Email {
+		if me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).Data(); me["name"] != "Ada" || me["email"] != ada.Email {
 			t.Errorf("me = %v", me)
 		}
-		if teams := expect(t, a.call("GET", "/api/v1/org/teams", ada.Access, nil), 200).list(); len(teams) != 1 || teams[0]["name"] != "Ops" {
+		if teams := expect(t, a.call("GET", "/api/v1/org/teams", ada.Access, nil), 200).List(); len(teams) != 1 || teams[0]["name"] != "Ops" {
 			t.Errorf("teams = %v", teams)
 		}
-		if tokens := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).list(); len(tokens) != 1 || tokens[0]["label"] != "cli" {
+		if tokens := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).List(); len(tokens) != 1 || tokens[0]["label"] != "cli" {
 			t.Errorf("tokens = %v", tokens)
 		}
-		if list := expect(t, a.call("GET", "/api/v1/announcements", ada.Access, nil), 200).list(); len(list) != 1 || list[0]["title"] != "Hi" {
+		if list := expect(t, a.call("GET", "/api/v1/announcements", ada.Access, nil), 200).List(); len(list) != 1 || list[0]["title"] != "Hi" {
 			t.Errorf("announcements = %v", list)
 		}
 		if n := len(a.whHistory(ada, "")); n != 0 {
@@ -187,7 +187,7 @@ func TestControlCharactersInDeliveries(t *testing.T) {
 		for i, res := range answers {
 			expect(t, res, deliveries[i].status)
 		}
-		if f := answers[3].fields(); f["title"] == nil {
+		if f := answers[3].Fields(); f["title"] == nil {
 			t.Errorf("inbound fields = %v, want title", f)
 		}
 

@@ -76,7 +76,7 @@ func TestNotificationHistoryPages(t *testing.T) {
 		// Every member of a notification is there.
 		res := expect(t, a.call("GET", "/api/v1/notifications?limit=1", ada.Access, nil), 200)
 		want := []string{"created_at", "id", "message", "read", "scope", "severity", "source", "tab", "title", "url"}
-		if got := whKeys(res.list()[0]); !slices.Equal(got, want) {
+		if got := whKeys(res.List()[0]); !slices.Equal(got, want) {
 			t.Fatalf("notification keys = %v, want %v", got, want)
 		}
 		for _, q := range []string{"?limit=0", "?limit=501", "?limit=-1", "?limit=ten", "?since=abc", "?since=-3"} {
@@ -161,8 +161,8 @@ func TestNotificationsMarkRead(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				res := expect(t, a.call("POST", "/api/v1/notifications/read", ada.Access, c.body), c.status)
 				if c.status == 422 {
-					if _, ok := res.fields()["ids"]; !ok {
-						t.Fatalf("fields = %v", res.fields())
+					if _, ok := res.Fields()["ids"]; !ok {
+						t.Fatalf("fields = %v", res.Fields())
 					}
 				}
 			})

@@ -43,7 +43,7 @@ func pagerDutyV2Batch(tb testing.TB, n int) string {
 // countAll is how many notifications a user sees, broadcasts included.
 func (a *api) countAll(acc *account) int {
 	a.t.Helper()
-	return len(expect(a.t, a.call("GET", "/api/v1/notifications?limit=200", acc.Access, nil), 200).list())
+	return len(expect(a.t, a.call("GET", "/api/v1/notifications?limit=200", acc.Access, nil), 200).List())
 }
 
 // TestOneDeliveryMakesBoundedNotifications: a delivery may not make more

@@ -76,7 +76,7 @@ func (a *api) whToken(acc *account, sender, scope, teamID string) (id, raw strin
 	if teamID != "" {
 		body["team_id"] = teamID
 	}
-	d := expect(a.t, a.call("POST", "/api/v1/webhook-tokens", acc.Access, body), 201).data()
+	d := expect(a.t, a.call("POST", "/api/v1/webhook-tokens", acc.Access, body), 201).Data()
 	return d["token"].(map[string]any)["id"].(string), d["raw_token"].(string)
 }
 
@@ -144,7 +144,7 @@ func whIDs(notes []whNote) []string {
 // whTeam creates a team in by's organisation with the given members.
 func (a *api) whTeam(by *account, name string, members ...*account) string {
 	a.t.Helper()
-	id := expect(a.t, a.call("POST", "/api/v1/org/teams", by.Access, map[string]string{"name": name}), 201).data()["id"].(string)
+	id := expect(a.t, a.call("POST", "/api/v1/org/teams", by.Access, map[string]string{"name": name}), 201).Data()["id"].(string)
 	for _, m := range members {
 		expect(a.t, a.call("PUT", "/api/v1/org/teams/"+id+"/members/"+m.ID, by.Access, nil), 204)
 	}
@@ -274,8 +274,8 @@ func TestInboundValidationAndDefaults(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				res := expect(t, a.whDeliver("/webhooks/inbound", raw, c.body), 400)
 				// Problems with a member are named in fields, as everywhere.
-				if c.field != "" && (len(res.fields()) != 1 || res.fields()[c.field] == nil) {
-					t.Fatalf("fields = %v, want one problem with %s", res.fields(), c.field)
+				if c.field != "" && (len(res.Fields()) != 1 || res.Fields()[c.field] == nil) {
+					t.Fatalf("fields = %v, want one problem with %s", res.Fields(), c.field)
 				}
 			})
 		}

@@ -36,7 +36,7 @@ func TestWebhookTokenCreateAndList(t *testing.T) {
 				if scope == "team" {
 					body["team_id"] = team
 				}
-				d := expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Access, body), 201).data()
+				d := expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Access, body), 201).Data()
 				tok, _ := d["token"].(map[string]any)
 				raw, _ := d["raw_token"].(string)
 				if got := whKeys(tok); !slices.Equal(got, wantKeys) {
@@ -68,7 +68,7 @@ func TestWebhookTokenCreateAndList(t *testing.T) {
 		}
 
 		res := expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200)
-		list := res.list()
+		list := res.List()
 		if len(list) != len(made) {
 			t.Fatalf("listed %d tokens, want %d", len(list), len(made))
 		}
@@ -86,7 +86,7 @@ func TestWebhookTokenCreateAndList(t *testing.T) {
 		}
 		// Another user sees none of them.
 		bob := a.register("Bob")
-		if n := len(expect(t, a.call("GET", "/api/v1/webhook-tokens", bob.Access, nil), 200).list()); n != 0 {
+		if n := len(expect(t, a.call("GET", "/api/v1/webhook-tokens", bob.Access, nil), 200).List()); n != 0 {
 			t.Fatalf("Bob lists %d tokens", n)
 		}
 	})
@@ -109,7 +109,7 @@ func TestWebhookTokenDeleteStopsTheReceiverAtOnce(t *testing.T) {
 		}
 		expect(t, a.whDeliver("/webhooks/inbound", raw, `{"title":"after"}`), 401)
 		expect(t, a.call("DELETE", "/api/v1/webhook-tokens/"+id, ada.Access, nil), 404)
-		if n := len(expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list()); n != 0 {
+		if n := len(expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List()); n != 0 {
 			t.Fatalf("%d tokens left", n)
 		}
 		if n := len(a.whHistory(ada, "")); n != 2 {
@@ -143,12 +143,12 @@ func TestWebhookTokenValidation(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				res := expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Access, c.body), c.status)
 				if c.field != "" {
-					if _, ok := res.fields()[c.field]; !ok {
-						t.Fatalf("fields = %v, want %s", res.fields(), c.field)
+					if _, ok := res.Fields()[c.field]; !ok {
+						t.Fatalf("fields = %v, want %s", res.Fields(), c.field)
 					}
 				}
-				if c.status == 201 && res.data()["token"].(map[string]any)["scope"] != "user" {
-					t.Fatalf("token = %v", res.data()["token"])
+				if c.status == 201 && res.Data()["token"].(map[string]any)["scope"] != "user" {
+					t.Fatalf("token = %v", res.Data()["token"])
 				}
 			})
 		}
@@ -243,7 +243,7 @@ func TestWebhookTokenLastUsedAt(t *testing.T) {
 		idle, _ := a.whToken(ada, "inbound", "user", "")
 		a.clock.Advance(10 * time.Minute) // within the access token's life
 		a.whOK("/webhooks/inbound", raw, `{"title":"x"}`)
-		for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list() {
+		for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List() {
 			switch tok["id"] {
 			case idle:
 				if tok["last_used_at"] != nil {
@@ -259,7 +259,7 @@ func TestWebhookTokenLastUsedAt(t *testing.T) {
 		}
 		// Use is recorded at most once a minute.
 		lastUsed := func() string {
-			for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list() {
+			for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List() {
 				if tok["id"] == used {
 					v, _ := tok["last_used_at"].(string)
 					return v
@@ -308,7 +308,7 @@ func TestWebhookTokenFollowsItsCreatorsGrants(t *testing.T) {
 
 		expect(t, a.call("DELETE", "/api/v1/org/teams/"+gone, ada.Access, nil), 204)
 		expect(t, a.whDeliver("/webhooks/inbound", adas, `{"title":"after the team was deleted"}`), 401)
-		for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).list() {
+		for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List() {
 			if tok["team_id"] == gone {
 				t.Errorf("a token of a deleted team is still listed: %v", tok)
 			}

@@ -173,8 +173,8 @@ func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
 			"Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(key[:])}, more...)
 	}
 	res := expect(t, a.call("GET", "/ws", ada.Access, nil), 426)
-	if !strings.Contains(res.errorMessage(), "WebSocket client") {
-		t.Fatalf("message %q does not say what is missing", res.errorMessage())
+	if !strings.Contains(res.ErrorMessage(), "WebSocket client") {
+		t.Fatalf("message %q does not say what is missing", res.ErrorMessage())
 	}
 	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "8")...), 426)
 	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "13", "Origin", "https://evil.example")...), 403)

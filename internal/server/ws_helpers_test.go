@@ -159,5 +159,5 @@ func (a *api) post(token, title string) string {
 func (a *api) webhookToken(acc *account, scope, teamID string) string {
 	a.t.Helper()
 	body := map[string]string{"label": scope, "sender": "inbound", "scope": scope, "team_id": teamID}
-	return expect(a.t, a.call("POST", "/api/v1/webhook-tokens", acc.Access, body), 201).data()["raw_token"].(string)
+	return expect(a.t, a.call("POST", "/api/v1/webhook-tokens", acc.Access, body), 201).Data()["raw_token"].(string)
 }

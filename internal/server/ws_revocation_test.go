@@ -17,7 +17,7 @@ import (
 // signIn starts another sign-in of acc and returns its tokens.
 func (a *api) signIn(acc *account) (access, refresh string) {
 	a.t.Helper()
-	d := expect(a.t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": acc.Email, "password": goodPassword}), 200).data()
+	d := expect(a.t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": acc.Email, "password": goodPassword}), 200).Data()
 	return d["access_token"].(string), d["refresh_token"].(string)
 }
 

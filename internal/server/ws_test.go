@@ -42,7 +42,7 @@ func TestDeliveryByScope(t *testing.T) {
 		bob := a.invite(ada, "Bob", "member") // in the team
 		carol := a.invite(ada, "Carol", "member")
 		eve := a.register("Eve") // another organisation
-		team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).data()["id"].(string)
+		team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).Data()["id"].(string)
 		expect(t, a.call("PUT", "/api/v1/org/teams/"+team+"/members/"+bob.ID, ada.Access, nil), 204)
 		userToken, teamToken, orgToken := a.webhookToken(ada, "user", ""), a.webhookToken(ada, "team", team), a.webhookToken(ada, "org", "")
 
@@ -180,7 +180,7 @@ func TestReadStateSyncsAcrossAUsersClients(t *testing.T) {
 		if f := phone.next(); f.Type != "read" || string(f.Data) != `{"ids":["`+id2+`"]}` {
 			t.Fatalf("got %s %s", f.Type, f.Data)
 		}
-		history := expect(t, a.call("GET", "/api/v1/notifications", ada.Access, nil), 200).list()
+		history := expect(t, a.call("GET", "/api/v1/notifications", ada.Access, nil), 200).List()
 		if len(history) != 2 || history[0]["read"] != true || history[1]["read"] != true {
 			t.Fatalf("history = %v", history)
 		}
@@ -196,7 +196,7 @@ func TestChangeOfTeamsMakesTheClientReconnect(t *testing.T) {
 	ts := a.live()
 	ada := a.register("Ada")
 	bob := a.invite(ada, "Bob", "member")
-	team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).data()["id"].(string)
+	team := expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201).Data()["id"].(string)
 	c := dial(t, ts, bob.Access, "")
 	c.ready()
 	expect(t, a.call("PUT", "/api/v1/org/teams/"+team+"/members/"+bob.ID, ada.Access, nil), 204)

@@ -101,10 +101,10 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	// The page marks the item read before the server answers; the server
 	// must come to agree.
 	login := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": password}), 200)
-	access := login.data()["access_token"].(string)
+	access := login.Data()["access_token"].(string)
 	deadline := time.Now().Add(browserStepTimeout)
 	for {
-		list := expect(t, a.call("GET", "/api/v1/notifications", access, nil), 200).list()
+		list := expect(t, a.call("GET", "/api/v1/notifications", access, nil), 200).List()
 		if len(list) != 1 || list[0]["id"] != item.ID || list[0]["title"] != "Deploy finished" {
 			t.Fatalf("the API lists %v, want the one Deploy finished notification %s", list, item.ID)
 		}

@@ -47,7 +47,7 @@ func (a *site) startDevice(port int, extra ...string) *deviceApp {
 			q.Set(extra[i], extra[i+1])
 		}
 	}
-	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).data()
+	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).Data()
 	app.session, _ = d["session_id"].(string)
 	app.userCode, _ = d["user_code"].(string)
 	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
@@ -63,7 +63,7 @@ func (a *site) startDevice(port int, extra ...string) *deviceApp {
 // the user code, and returns the code the callback URL carries.
 func (a *site) approve(acc *account, app *deviceApp) string {
 	a.t.Helper()
-	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, map[string]string{"session_id": app.session}), 200).data()
+	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, map[string]string{"session_id": app.session}), 200).Data()
 	if d["status"] != "approved" || d["user_code_confirmed"] != false {
 		a.t.Fatalf("complete = %v", d)
 	}
@@ -104,8 +104,8 @@ func (a *site) wantSignedIn(d map[string]any, acc *account) {
 		d["token_type"] != "Bearer" || d["expires_in"] != 900.0 {
 		a.t.Fatalf("sign-in = %v", d)
 	}
-	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.data()["id"] != acc.ID {
-		a.t.Fatalf("me = %v", me.data())
+	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.Data()["id"] != acc.ID {
+		a.t.Fatalf("me = %v", me.Data())
 	}
 	expect(a.t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 200)
 }
@@ -165,7 +165,7 @@ func TestDashboardDeviceApproval(t *testing.T) {
 			p := b.post("/device", url.Values{"session_id": {app.session}, "user_code": {code}, "action": {"approve"}}).expect(t, 422, "")
 			p.contains(t, `class="problem"`, `value="`+code+`"`, `class="alert"`, `action="/device"`)
 		}
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["status"] != "pending" {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
 			t.Fatalf("status after wrong codes = %v", st)
 		}
 		p := b.post("/device", url.Values{"session_id": {app.session}, "user_code": {strings.ToLower(app.userCode)}, "action": {"approve"}})
@@ -173,16 +173,16 @@ func TestDashboardDeviceApproval(t *testing.T) {
 		if q := app.callback(t, p.Location); q.Get("session_id") != app.session || !strings.HasPrefix(q.Get("code"), perch.DeviceCodePrefix) {
 			t.Fatalf("approved to %q", p.Location)
 		}
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
 
 		// Without the code: to the callback, and the poll gets nothing.
 		app = a.startDevice(53683)
 		p = b.post("/device", url.Values{"session_id": {app.session}, "user_code": {""}, "action": {"approve"}}).expect(t, 303, "")
 		code := app.callback(t, p.Location).Get("code")
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).data(); st["callback_only"] != true || st["access_token"] != nil {
+		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["callback_only"] != true || st["access_token"] != nil {
 			t.Fatalf("status after an approval without the code = %v", st)
 		}
-		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).data(), ada)
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).Data(), ada)
 
 		// Deny; an unknown action; and another site's post.
 		app = a.startDevice(53684)

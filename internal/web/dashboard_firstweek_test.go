@@ -91,7 +91,7 @@ func TestDashboardTryItWorksForEverySender(t *testing.T) {
 		}
 		var feed response
 		res := b.get("/api/v1/notifications")
-		if err := json.Unmarshal([]byte(res.Body), &feed.Body); err != nil || len(feed.list()) != 4 {
+		if err := json.Unmarshal([]byte(res.Body), &feed.Body); err != nil || len(feed.List()) != 4 {
 			t.Fatalf("signed %v: want 4 notifications, got %s", signed, res.Body)
 		}
 	}

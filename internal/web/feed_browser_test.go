@@ -29,14 +29,14 @@ func TestFeedWithRealDataInTheBrowser(t *testing.T) {
 	const email, password = "ada.lovelace@example.com", "correct horse battery"
 	b.signUp("Ada Lovelace", email, password)
 
-	login := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": password}), 200).data()
+	login := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": password}), 200).Data()
 	access := login["access_token"].(string)
 	me := login["user"].(map[string]any)["id"].(string)
-	team := expect(t, a.call("POST", "/api/v1/org/teams", access, map[string]string{"name": "On call"}), 201).data()["id"].(string)
+	team := expect(t, a.call("POST", "/api/v1/org/teams", access, map[string]string{"name": "On call"}), 201).Data()["id"].(string)
 	expect(t, a.call("PUT", "/api/v1/org/teams/"+team+"/members/"+me, access, nil), 204)
 	receiver := func(body map[string]string) string {
 		t.Helper()
-		return expect(t, a.call("POST", "/api/v1/webhook-tokens", access, body), 201).data()["url"].(string)
+		return expect(t, a.call("POST", "/api/v1/webhook-tokens", access, body), 201).Data()["url"].(string)
 	}
 	mine := receiver(map[string]string{"label": "Mine", "sender": "inbound"})
 	teams := receiver(map[string]string{"label": "On call", "sender": "inbound", "scope": "team", "team_id": team})

@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/apitest"
 	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/fanout"
 	"github.com/perch-dev/perch/internal/hub"
@@ -144,35 +144,11 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 }
 
 // response is an answer with its body decoded when it is JSON.
-type response struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    string
-}
+type response = apitest.Response
 
-// data returns the "data" member as an object.
-func (r *response) data() map[string]any {
-	d, _ := r.Body["data"].(map[string]any)
-	return d
-}
-
-// list returns the "data" member as a list of objects.
-func (r *response) list() []map[string]any {
-	items, _ := r.Body["data"].([]any)
-	out := make([]map[string]any, len(items))
-	for i, it := range items {
-		out[i], _ = it.(map[string]any)
-	}
-	return out
-}
-
-// errorCode returns error.code, or "" for a success.
-func (r *response) errorCode() string {
-	e, _ := r.Body["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}
+// expect fails the test unless res has the given status (and, for errors,
+// the API's error shape with the code that goes with it).
+var expect = apitest.Expect
 
 // call sends a request over HTTP and does not follow a redirect; body may
 // be nil, a string (sent as is) or a value (sent as JSON). Extra headers
@@ -180,19 +156,7 @@ func (r *response) errorCode() string {
 // a "RemoteAddr" pair, through the loopback proxy the site trusts.
 func (a *site) call(method, path, token string, body any, headers ...string) *response {
 	a.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		r = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, a.ts.URL+path, r)
+	req, err := http.NewRequest(method, a.ts.URL+path, apitest.Body(a.t, body))
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -220,39 +184,7 @@ func (a *site) call(method, path, token string, body any, headers ...string) *re
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	out := &response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
-	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(raw, &out.Body); err != nil {
-			a.t.Fatalf("%s %s: body is not JSON: %v\n%s", method, path, err, raw)
-		}
-	}
-	return out
-}
-
-// expect fails the test unless res has the given status (and, for errors,
-// the API's error shape with the code that goes with it).
-func expect(tb testing.TB, res *response, status int) *response {
-	tb.Helper()
-	if res.Status != status {
-		tb.Fatalf("status = %d, want %d; body: %s", res.Status, status, res.Raw)
-	}
-	if status >= 400 {
-		e, ok := res.Body["error"].(map[string]any)
-		if !ok || e["code"] == "" || e["message"] == "" {
-			tb.Fatalf("error body not in the error shape: %s", res.Raw)
-		}
-		if want := codeFor[status]; res.errorCode() != want {
-			tb.Fatalf("error code = %q, want %q", res.errorCode(), want)
-		}
-	}
-	return res
-}
-
-// codeFor is the error code that goes with each status (DESIGN.md §2).
-var codeFor = map[int]string{
-	400: perch.EBADREQUEST, 401: perch.EUNAUTHORIZED, 403: perch.EFORBIDDEN, 404: perch.ENOTFOUND,
-	405: perch.EMETHOD, 409: perch.ECONFLICT, 413: perch.ETOOLARGE, 422: perch.EVALIDATION,
-	429: perch.ERATELIMITED, 500: perch.EINTERNAL, 503: perch.EUNAVAILABLE,
+	return apitest.NewResponse(a.t, method+" "+path, res.StatusCode, res.Header, raw)
 }
 
 // account is a registered user and their first sign-in.
@@ -270,7 +202,7 @@ func (a *site) register(name string) *account {
 	a.clock.Advance(time.Second) // sign-ups never share an instant
 	email := emailFor(name)
 	res := expect(a.t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": name, "email": email, "password": goodPassword}), 201)
-	d := res.data()
+	d := res.Data()
 	u := d["user"].(map[string]any)
 	return &account{ID: u["id"].(string), Email: email, OrgID: u["org_id"].(string), Access: d["access_token"].(string), Refresh: d["refresh_token"].(string)}
 }
