@@ -1,18 +1,15 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/apitest"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -22,94 +19,37 @@ const rfcVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
 const chromeAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
-// deviceApp is the desktop app's side of one sign-in.
-type deviceApp struct {
-	port     int
-	verifier string
-	session  string
-	userCode string // BCDF-GHJK, as the app shows it
-}
+// deviceApp is the desktop app's side of one sign-in (apitest.DeviceApp).
+type deviceApp = apitest.DeviceApp
 
-// newVerifier returns a fresh code verifier: 32 random bytes, base64url.
-func newVerifier() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// userCodeForm is the form of a user code as the server hands it out.
-var userCodeForm = regexp.MustCompile(`^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`)
+var newVerifier = apitest.NewVerifier
 
 // startDevice starts a sign-in the way the app does and checks the answer;
 // extra are more query parameters, in pairs, and headers ("RemoteAddr" too).
 func (a *api) startDevice(port int, extra ...string) *deviceApp {
 	a.t.Helper()
-	app := &deviceApp{port: port, verifier: newVerifier()}
-	q := url.Values{"port": {strconv.Itoa(port)}, "code_challenge": {perch.S256Challenge(app.verifier)}, "code_challenge_method": {"S256"}}
-	headers := []string{"Accept", "application/json"}
-	for i := 0; i+1 < len(extra); i += 2 {
-		if extra[i] == "RemoteAddr" {
-			headers = append(headers, extra[i], extra[i+1])
-		} else {
-			q.Set(extra[i], extra[i+1])
-		}
-	}
-	d := expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil, headers...), 200).Data()
-	app.session, _ = d["session_id"].(string)
-	app.userCode, _ = d["user_code"].(string)
-	if !strings.HasPrefix(app.session, perch.DeviceSessionPrefix) {
-		a.t.Fatalf("session_id = %v", d["session_id"])
-	}
-	if d["verification_url"] != "http://perch.test/device?session_id="+app.session || d["expires_in"] != 600.0 || !userCodeForm.MatchString(app.userCode) {
-		a.t.Fatalf("authorize = %v", d)
-	}
-	return app
+	return apitest.StartDevice(a.t, a.call, port, extra...)
 }
 
 // approve has acc approve app's sign-in with JSON, without typing the user
 // code, and returns the code the callback URL carries.
 func (a *api) approve(acc *account, app *deviceApp) string {
 	a.t.Helper()
-	return a.approveWithCode(acc, app, "")
+	return app.Approve(a.t, a.call, acc.Access, "")
 }
 
-// approveWithCode has acc approve app's sign-in with JSON, typing userCode
-// (none when ""), and returns the code the callback URL carries.
+// approveWithCode is approve, typing userCode.
 func (a *api) approveWithCode(acc *account, app *deviceApp, userCode string) string {
 	a.t.Helper()
-	body := map[string]string{"session_id": app.session}
-	if userCode != "" {
-		body["user_code"] = userCode
-	}
-	d := expect(a.t, a.call("POST", "/api/v1/auth/device/complete", acc.Access, body), 200).Data()
-	if d["status"] != "approved" || d["user_code_confirmed"] != (userCode != "") {
-		a.t.Fatalf("complete = %v", d)
-	}
-	q := app.callback(a.t, d["redirect_url"].(string))
-	if q.Get("session_id") != app.session || !strings.HasPrefix(q.Get("code"), perch.DeviceCodePrefix) {
-		a.t.Fatalf("callback query = %v", q)
-	}
-	return q.Get("code")
-}
-
-// callback checks that link is app's loopback callback and returns its query.
-func (app *deviceApp) callback(tb testing.TB, link string) url.Values {
-	tb.Helper()
-	u, err := url.Parse(link)
-	if err != nil || u.Scheme != "http" || u.Host != "127.0.0.1:"+strconv.Itoa(app.port) || u.Path != "/callback" {
-		tb.Fatalf("redirect %q is not http://127.0.0.1:%d/callback", link, app.port)
-	}
-	return u.Query()
+	return app.Approve(a.t, a.call, acc.Access, userCode)
 }
 
 func (a *api) exchange(app *deviceApp, code, verifier string) *response {
-	a.t.Helper()
-	return a.call("POST", "/api/v1/auth/device/exchange", "", map[string]string{"session_id": app.session, "code": code, "code_verifier": verifier})
+	return app.Exchange(a.call, code, verifier)
 }
 
 func (a *api) deviceStatus(app *deviceApp, verifier string) *response {
-	a.t.Helper()
-	return a.call("GET", "/api/v1/auth/device/status/"+app.session+"?code_verifier="+url.QueryEscape(verifier), "", nil)
+	return app.Status(a.call, verifier)
 }
 
 // complete answers a sign-in as token's user, with the fields of v.
@@ -132,17 +72,7 @@ func redirectURL(tb testing.TB, res *response) string {
 // wantSignedIn checks that d is a sign-in of acc whose tokens work.
 func (a *api) wantSignedIn(d map[string]any, acc *account) {
 	a.t.Helper()
-	u, _ := d["user"].(map[string]any)
-	access, _ := d["access_token"].(string)
-	refresh, _ := d["refresh_token"].(string)
-	if u["id"] != acc.ID || !strings.HasPrefix(access, perch.AccessTokenPrefix) || !strings.HasPrefix(refresh, perch.RefreshTokenPrefix) ||
-		d["token_type"] != "Bearer" || d["expires_in"] != 900.0 {
-		a.t.Fatalf("sign-in = %v", d)
-	}
-	if me := expect(a.t, a.call("GET", "/api/v1/users/me", access, nil), 200); me.Data()["id"] != acc.ID {
-		a.t.Fatalf("me = %v", me.Data())
-	}
-	expect(a.t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 200)
+	apitest.WantSignedIn(a.t, a.call, d, acc.ID)
 }
 
 func wantField(tb testing.TB, res *response, field string) {
@@ -157,23 +87,23 @@ func TestDeviceSignIn(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" || len(st) != 1 {
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "pending" || len(st) != 1 {
 			t.Fatalf("status = %v", st)
 		}
 		code := a.approve(ada, app)
 		// Approved without the user code: the poll is told to wait for the
 		// callback, and gets no tokens.
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "approved" || st["callback_only"] != true || len(st) != 2 {
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "approved" || st["callback_only"] != true || len(st) != 2 {
 			t.Fatalf("status after an approval without the code = %v", st)
 		}
-		res := expect(t, a.exchange(app, code, app.verifier), 200)
+		res := expect(t, a.exchange(app, code, app.Verifier), 200)
 		a.wantSignedIn(res.Data(), ada)
 
 		// The code works once; afterwards the status says the tokens went.
-		if res := expect(t, a.exchange(app, code, app.verifier), 409); !strings.Contains(res.Raw, "already used") {
+		if res := expect(t, a.exchange(app, code, app.Verifier), 409); !strings.Contains(res.Raw, "already used") {
 			t.Fatalf("second exchange: %s", res.Raw)
 		}
-		st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
+		st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data()
 		if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil {
 			t.Fatalf("status after the exchange = %v", st)
 		}
@@ -185,21 +115,21 @@ func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "same-origin"))
-		prefix := "http://127.0.0.1:53682/callback?session_id=" + app.session + "&code="
+		loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.Session}}, "Sec-Fetch-Site", "same-origin"))
+		prefix := "http://127.0.0.1:53682/callback?session_id=" + app.Session + "&code="
 		code, ok := strings.CutPrefix(loc, prefix)
 		if !ok || !strings.HasPrefix(code, perch.DeviceCodePrefix) || len(code) != len(perch.DeviceCodePrefix)+52 {
 			t.Fatalf("redirect_url = %q, want %s<code>", loc, prefix)
 		}
-		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).Data(), ada)
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.Verifier), 200).Data(), ada)
 
 		// Denied: back to the app with access_denied.
 		app = a.startDevice(1024)
-		if got, want := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}, "action": {"deny"}})),
-			"http://127.0.0.1:1024/callback?error=access_denied&session_id="+app.session; got != want {
+		if got, want := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.Session}, "action": {"deny"}})),
+			"http://127.0.0.1:1024/callback?error=access_denied&session_id="+app.Session; got != want {
 			t.Fatalf("deny = %q, want %q", got, want)
 		}
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "denied" {
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "denied" {
 			t.Fatalf("status = %v", st)
 		}
 	})
@@ -210,10 +140,10 @@ func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Sec-Fetch-Site", "cross-site"), 403)
-		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.session}}, "Origin", "https://evil.example"), 403)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.Session}}, "Sec-Fetch-Site", "cross-site"), 403)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {app.Session}}, "Origin", "https://evil.example"), 403)
 		// The API speaks JSON only: a form is not read.
-		form := httptest.NewRequest("POST", "/api/v1/auth/device/complete", strings.NewReader("session_id="+app.session))
+		form := httptest.NewRequest("POST", "/api/v1/auth/device/complete", strings.NewReader("session_id="+app.Session))
 		form.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		form.Header.Set("Authorization", "Bearer "+ada.Access)
 		rec := httptest.NewRecorder()
@@ -222,8 +152,8 @@ func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
 			t.Fatalf("a form post to the API: %d, want 400", rec.Code)
 		}
 		// A JSON body sent as text/plain needs no preflight: refused too.
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, `{"session_id":"`+app.session+`"}`, "Sec-Fetch-Site", "cross-site"), 403)
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, `{"session_id":"`+app.Session+`"}`, "Sec-Fetch-Site", "cross-site"), 403)
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "pending" {
 			t.Fatalf("status = %v", st)
 		}
 	})
@@ -235,8 +165,8 @@ func TestDeviceCompleteRefusesAPITokens(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		a.apiToken(ada, "laptop")
 		app := a.startDevice(53682)
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Token, map[string]string{"session_id": app.session}), 403)
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", "", map[string]string{"session_id": app.session}), 401)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Token, map[string]string{"session_id": app.Session}), 403)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", "", map[string]string{"session_id": app.Session}), 401)
 	})
 }
 
@@ -257,24 +187,24 @@ func TestDeviceStatusPolling(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
 		for range 3 {
-			if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
+			if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "pending" {
 				t.Fatalf("status = %v", st)
 			}
 		}
-		code := a.approveWithCode(ada, app, app.userCode)
-		st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
+		code := a.approveWithCode(ada, app, app.UserCode)
+		st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data()
 		if st["status"] != "approved" || st["exchanged"] != nil || st["callback_only"] != nil {
 			t.Fatalf("first status after approval = %v", st)
 		}
 		a.wantSignedIn(st, ada)
 		for range 2 {
-			st = expect(t, a.deviceStatus(app, app.verifier), 200).Data()
+			st = expect(t, a.deviceStatus(app, app.Verifier), 200).Data()
 			if st["status"] != "approved" || st["exchanged"] != true || st["access_token"] != nil || st["refresh_token"] != nil || st["user"] != nil {
 				t.Fatalf("later status = %v", st)
 			}
 		}
 		// The tokens went to the poll; the code buys nothing more.
-		expect(t, a.exchange(app, code, app.verifier), 409)
+		expect(t, a.exchange(app, code, app.Verifier), 409)
 	})
 }
 
@@ -283,7 +213,7 @@ func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		code := a.approveWithCode(ada, app, app.userCode)
+		code := a.approveWithCode(ada, app, app.UserCode)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -293,9 +223,9 @@ func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
 				<-start
 				var res *response
 				if i%2 == 0 {
-					res = a.exchange(app, code, app.verifier)
+					res = a.exchange(app, code, app.Verifier)
 				} else {
-					res = a.deviceStatus(app, app.verifier)
+					res = a.deviceStatus(app, app.Verifier)
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -321,22 +251,22 @@ func TestDeviceDeny(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 200).Data()
-		if d["status"] != "denied" || d["redirect_url"] != "http://127.0.0.1:53682/callback?error=access_denied&session_id="+app.session {
+		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session, "action": "deny"}), 200).Data()
+		if d["status"] != "denied" || d["redirect_url"] != "http://127.0.0.1:53682/callback?error=access_denied&session_id="+app.Session {
 			t.Fatalf("deny = %v", d)
 		}
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "denied" || len(st) != 1 {
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "denied" || len(st) != 1 {
 			t.Fatalf("status = %v", st)
 		}
 		// Answered once: neither approving nor denying again changes it.
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session}), 409)
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 409)
-		expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session}), 409)
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session, "action": "deny"}), 409)
+		expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.Verifier), 409)
 
 		// And an approved one cannot be denied afterwards.
 		app = a.startDevice(53682)
 		a.approve(ada, app)
-		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "deny"}), 409)
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session, "action": "deny"}), 409)
 		if !strings.Contains(res.Raw, "already approved") {
 			t.Fatalf("deny after approval: %s", res.Raw)
 		}
@@ -350,7 +280,7 @@ func TestDeviceCompleteBadBodies(t *testing.T) {
 		app := a.startDevice(53682)
 		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{}), 400), "session_id")
 		wantField(t, expect(t, a.complete(ada.Access, url.Values{}), 400), "session_id")
-		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "action": "maybe"}), 400), "action")
+		wantField(t, expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session, "action": "maybe"}), 400), "action")
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, "not json"), 400)
 	})
 }
@@ -363,10 +293,10 @@ func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
 		code := a.approve(ada, app)
 
 		wantField(t, expect(t, a.exchange(app, code, newVerifier()), 400), "code_verifier")
-		wantField(t, expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 400), "code")
+		wantField(t, expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.Verifier), 400), "code")
 		wantField(t, expect(t, a.exchange(app, code, "too-short"), 400), "code_verifier")
 		wantField(t, expect(t, a.exchange(app, code, strings.Repeat("a", 129)), 400), "code_verifier")
-		wantField(t, expect(t, a.exchange(app, code, app.verifier[:42]+"+"), 400), "code_verifier")
+		wantField(t, expect(t, a.exchange(app, code, app.Verifier[:42]+"+"), 400), "code_verifier")
 		res := expect(t, a.call("POST", "/api/v1/auth/device/exchange", "", map[string]string{}), 400)
 		for _, f := range []string{"session_id", "code", "code_verifier"} {
 			wantField(t, res, f)
@@ -374,12 +304,12 @@ func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
 		// Another sign-in's code does not fit this one.
 		other := a.startDevice(53683)
 		otherCode := a.approve(ada, other)
-		expect(t, a.exchange(app, otherCode, app.verifier), 400)
+		expect(t, a.exchange(app, otherCode, app.Verifier), 400)
 
 		// Failed attempts do not spend the sign-in: a guesser holding only
 		// the session id cannot lock the app out.
-		a.wantSignedIn(expect(t, a.exchange(app, code, app.verifier), 200).Data(), ada)
-		expect(t, a.exchange(app, code, app.verifier), 409)
+		a.wantSignedIn(expect(t, a.exchange(app, code, app.Verifier), 200).Data(), ada)
+		expect(t, a.exchange(app, code, app.Verifier), 409)
 	})
 }
 
@@ -388,14 +318,14 @@ func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
 		app := a.startDevice(53682)
-		a.approveWithCode(ada, app, app.userCode)
-		wantField(t, expect(t, a.call("GET", "/api/v1/auth/device/status/"+app.session, "", nil), 400), "code_verifier")
+		a.approveWithCode(ada, app, app.UserCode)
+		wantField(t, expect(t, a.call("GET", "/api/v1/auth/device/status/"+app.Session, "", nil), 400), "code_verifier")
 		wantField(t, expect(t, a.deviceStatus(app, "short"), 400), "code_verifier")
 		if res := expect(t, a.deviceStatus(app, newVerifier()), 400); strings.Contains(res.Raw, "access_token") {
 			t.Fatalf("a wrong verifier got tokens: %s", res.Raw)
 		}
 		// The right verifier still gets them.
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.Verifier), 200).Data(), ada)
 	})
 }
 
@@ -411,16 +341,16 @@ func TestDeviceSignInExpires(t *testing.T) {
 		a.clock.Advance(time.Second)
 
 		for _, app := range []*deviceApp{unanswered, approved, late} {
-			if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "expired" || len(st) != 1 {
+			if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "expired" || len(st) != 1 {
 				t.Fatalf("status after 10 minutes = %v", st)
 			}
 		}
-		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.session}), 400)
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.Session}), 400)
 		if !strings.Contains(res.Raw, "expired") {
 			t.Fatalf("complete after expiry: %s", res.Raw)
 		}
-		expect(t, a.complete(ada.Access, url.Values{"session_id": {late.session}, "action": {"deny"}}), 400)
-		res = expect(t, a.exchange(approved, code, approved.verifier), 400)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {late.Session}, "action": {"deny"}}), 400)
+		res = expect(t, a.exchange(approved, code, approved.Verifier), 400)
 		if !strings.Contains(res.Raw, "expired") {
 			t.Fatalf("exchange after expiry: %s", res.Raw)
 		}
@@ -467,11 +397,11 @@ func TestDeviceUnknownSession(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
-		ghost := &deviceApp{port: 53682, verifier: rfcVerifier, session: "dev_unknown"}
-		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": ghost.session}), 404)
-		expect(t, a.complete(ada.Access, url.Values{"session_id": {ghost.session}, "action": {"deny"}}), 404)
-		expect(t, a.exchange(ghost, perch.DeviceCodePrefix+"guess", ghost.verifier), 404)
-		expect(t, a.deviceStatus(ghost, ghost.verifier), 404)
+		ghost := &deviceApp{Port: 53682, Verifier: rfcVerifier, Session: "dev_unknown"}
+		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": ghost.Session}), 404)
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {ghost.Session}, "action": {"deny"}}), 404)
+		expect(t, a.exchange(ghost, perch.DeviceCodePrefix+"guess", ghost.Verifier), 404)
+		expect(t, a.deviceStatus(ghost, ghost.Verifier), 404)
 	})
 }
 
@@ -484,12 +414,12 @@ func TestDevicePollingSparesTheSignInLimit(t *testing.T) {
 	})
 	app := a.startDevice(53682) // 1 of the 3 sign-in requests
 	for range 20 {
-		expect(t, a.deviceStatus(app, app.verifier), 200)
+		expect(t, a.deviceStatus(app, app.Verifier), 200)
 	}
-	expect(t, a.deviceStatus(app, app.verifier), 429)
+	expect(t, a.deviceStatus(app, app.Verifier), 429)
 	expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "who@example.com", "password": goodPassword}), 401)
 	// Starting and exchanging share the device bucket: 3 in all.
-	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
-	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 409)
-	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.verifier), 429)
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.Verifier), 409)
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.Verifier), 409)
+	expect(t, a.exchange(app, perch.DeviceCodePrefix+"guess", app.Verifier), 429)
 }

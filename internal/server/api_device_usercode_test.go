@@ -26,15 +26,15 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		attacker := a.startDevice(53682, "RemoteAddr", "203.0.113.66:4000")
 
 		// The victim approves, by the dashboard's form and without a code.
-		loc := redirectURL(t, a.complete(victim.Access, url.Values{"session_id": {attacker.session}}, "Sec-Fetch-Site", "same-origin"))
-		if q := attacker.callback(t, loc); q.Get("code") == "" {
+		loc := redirectURL(t, a.complete(victim.Access, url.Values{"session_id": {attacker.Session}}, "Sec-Fetch-Site", "same-origin"))
+		if q := attacker.Callback(t, loc); q.Get("code") == "" {
 			t.Fatalf("the approval sent the browser to %q", loc)
 		}
 
 		// The attacker polls, as often as they like: approved, but only for
 		// the callback, and never a token.
 		for range 3 {
-			st := expect(t, a.deviceStatus(attacker, attacker.verifier), 200)
+			st := expect(t, a.deviceStatus(attacker, attacker.Verifier), 200)
 			if d := st.Data(); d["status"] != "approved" || d["callback_only"] != true || len(d) != 2 {
 				t.Fatalf("the attacker's poll = %v", d)
 			}
@@ -46,19 +46,19 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 		}
 		// Nor does guessing the one-time code help, and the guesses do not
 		// spend the sign-in.
-		wantField(t, expect(t, a.exchange(attacker, perch.DeviceCodePrefix+strings.Repeat("a", 52), attacker.verifier), 400), "code")
-		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).Data(); d["callback_only"] != true {
+		wantField(t, expect(t, a.exchange(attacker, perch.DeviceCodePrefix+strings.Repeat("a", 52), attacker.Verifier), 400), "code")
+		if d := expect(t, a.deviceStatus(attacker, attacker.Verifier), 200).Data(); d["callback_only"] != true {
 			t.Fatalf("after the guesses: %v", d)
 		}
 		// The store holds to it whatever a handler read.
-		if err := s.ExchangeDeviceSession(t.Context(), attacker.session, true); err != perch.ErrDeviceCallbackOnly {
+		if err := s.ExchangeDeviceSession(t.Context(), attacker.Session, true); err != perch.ErrDeviceCallbackOnly {
 			t.Fatalf("a poll's exchange in the store: %v", err)
 		}
 
 		// The same by JSON: approved, not confirmed, no tokens to the poll.
 		attacker = a.startDevice(53682)
 		a.approve(victim, attacker)
-		if d := expect(t, a.deviceStatus(attacker, attacker.verifier), 200).Data(); d["access_token"] != nil || d["callback_only"] != true {
+		if d := expect(t, a.deviceStatus(attacker, attacker.Verifier), 200).Data(); d["access_token"] != nil || d["callback_only"] != true {
 			t.Fatalf("the attacker's poll after a JSON approval = %v", d)
 		}
 	})
@@ -77,8 +77,8 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 			func(c string) string { return " " + strings.ReplaceAll(c, "-", " ") + " " },
 		} {
 			app := a.startDevice(53682)
-			a.approveWithCode(ada, app, typed(app.userCode))
-			st := expect(t, a.deviceStatus(app, app.verifier), 200).Data()
+			a.approveWithCode(ada, app, typed(app.UserCode))
+			st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data()
 			if st["status"] != "approved" || st["callback_only"] != nil {
 				t.Fatalf("status after an approval with the code = %v", st)
 			}
@@ -87,10 +87,10 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 
 		// Approved with the code: the callback gets a code too.
 		app := a.startDevice(53682)
-		if loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.session}, "user_code": {app.userCode}})); app.callback(t, loc).Get("code") == "" {
+		if loc := redirectURL(t, a.complete(ada.Access, url.Values{"session_id": {app.Session}, "user_code": {app.UserCode}})); app.Callback(t, loc).Get("code") == "" {
 			t.Fatalf("approval with the code sent the browser to %q", loc)
 		}
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.Verifier), 200).Data(), ada)
 	})
 }
 
@@ -104,10 +104,10 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 		app := a.startDevice(53682)
 		other := a.startDevice(53683)
 		complete := func(code string) *response {
-			return a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.session, "user_code": code})
+			return a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": app.Session, "user_code": code})
 		}
-		for _, code := range []string{other.userCode, "BCDF-GHJ", "ABCD-EFGH", "BCDF-GHJK-LMNP", "<script>", "BCDF-GHJЌ"} {
-			if code == app.userCode {
+		for _, code := range []string{other.UserCode, "BCDF-GHJ", "ABCD-EFGH", "BCDF-GHJK-LMNP", "<script>", "BCDF-GHJЌ"} {
+			if code == app.UserCode {
 				continue // the one time in 2.56e10 the other sign-in's code is this one's
 			}
 			res := expect(t, complete(code), 422)
@@ -117,12 +117,12 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 			}
 		}
 		wantField(t, expect(t, a.complete(ada.Access,
-			url.Values{"session_id": {app.session}, "user_code": {"ZZZZ-ZZZZ"}}), 422), "user_code")
-		if st := expect(t, a.deviceStatus(app, app.verifier), 200).Data(); st["status"] != "pending" {
+			url.Values{"session_id": {app.Session}, "user_code": {"ZZZZ-ZZZZ"}}), 422), "user_code")
+		if st := expect(t, a.deviceStatus(app, app.Verifier), 200).Data(); st["status"] != "pending" {
 			t.Fatalf("status after wrong codes = %v", st)
 		}
-		a.approveWithCode(ada, app, app.userCode)
-		a.wantSignedIn(expect(t, a.deviceStatus(app, app.verifier), 200).Data(), ada)
+		a.approveWithCode(ada, app, app.UserCode)
+		a.wantSignedIn(expect(t, a.deviceStatus(app, app.Verifier), 200).Data(), ada)
 
 		// A sign-in that can no longer be answered says so, whatever the
 		// code: the state first, then the code.
@@ -130,7 +130,7 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": "dev_unknown", "user_code": "BCDF-GHJK"}), 404)
 		late := a.startDevice(53684)
 		a.clock.Advance(perch.DeviceSessionTTL)
-		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.session, "user_code": late.userCode}), 400)
+		res := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access, map[string]string{"session_id": late.Session, "user_code": late.UserCode}), 400)
 		if !strings.Contains(res.Raw, "expired") {
 			t.Fatalf("complete after expiry: %s", res.Raw)
 		}
@@ -138,7 +138,7 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 		// Denying needs no code, and a code typed before denying is ignored.
 		deny := a.startDevice(53685)
 		d := expect(t, a.call("POST", "/api/v1/auth/device/complete", ada.Access,
-			map[string]string{"session_id": deny.session, "action": "deny", "user_code": "nonsense"}), 200).Data()
+			map[string]string{"session_id": deny.Session, "action": "deny", "user_code": "nonsense"}), 200).Data()
 		if d["status"] != "denied" || d["user_code_confirmed"] != false {
 			t.Fatalf("deny = %v", d)
 		}
@@ -154,8 +154,8 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 		ada := a.register("Ada Lovelace")
 		asked := a.clock.Now()
 		app := a.startDevice(53682, "client_name", "  Perch menu bar  ", "RemoteAddr", "[2001:db8::7]:4000")
-		res := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.session, ada.Access, nil), 200)
-		want := map[string]any{"session_id": app.session, "client_name": "Perch menu bar", "client_ip": "2001:db8::7", "status": "pending",
+		res := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.Session, ada.Access, nil), 200)
+		want := map[string]any{"session_id": app.Session, "client_name": "Perch menu bar", "client_ip": "2001:db8::7", "status": "pending",
 			"created_at": asked.Format(time.RFC3339), "expires_at": asked.Add(perch.DeviceSessionTTL).Format(time.RFC3339)}
 		if got := res.Data(); len(got) != len(want) {
 			t.Fatalf("request = %v, want %v", got, want)
@@ -165,7 +165,7 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 				t.Errorf("request %s = %v, want %v", k, res.Data()[k], v)
 			}
 		}
-		for _, secret := range []string{app.userCode, strings.ReplaceAll(app.userCode, "-", ""), "user_code"} {
+		for _, secret := range []string{app.UserCode, strings.ReplaceAll(app.UserCode, "-", ""), "user_code"} {
 			if strings.Contains(res.Raw, secret) {
 				t.Fatalf("the request shows %q: %s", secret, res.Raw)
 			}
@@ -173,16 +173,16 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 
 		// The default name, and the address as the server saw it.
 		plain := a.startDevice(53683)
-		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).Data(); d["client_name"] != perch.DefaultDeviceClientName || d["client_ip"] != "192.0.2.1" {
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.Session, ada.Access, nil), 200).Data(); d["client_name"] != perch.DefaultDeviceClientName || d["client_ip"] != "192.0.2.1" {
 			t.Fatalf("request = %v", d)
 		}
 		// Answered: approved (exchanged reads approved), denied.
-		a.exchange(plain, a.approve(ada, plain), plain.verifier)
-		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.session, ada.Access, nil), 200).Data(); d["status"] != "approved" {
+		a.exchange(plain, a.approve(ada, plain), plain.Verifier)
+		if d := expect(t, a.call("GET", "/api/v1/auth/device/requests/"+plain.Session, ada.Access, nil), 200).Data(); d["status"] != "approved" {
 			t.Fatalf("request after the exchange = %v", d)
 		}
 		expect(t, a.call("GET", "/api/v1/auth/device/requests/dev_unknown", ada.Access, nil), 404)
-		expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.session, "", nil), 401)
+		expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.Session, "", nil), 401)
 	})
 }
 
