@@ -15,26 +15,12 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
+	"github.com/perch-dev/perch/internal/apitest"
 	"github.com/perch-dev/perch/internal/creds"
 )
 
 // syncBuffer is output that a test reads while a command still writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ apitest.Log }
 
 // waitFor polls until the output matches pattern and returns the match and
 // its groups; it fails the test after a while.

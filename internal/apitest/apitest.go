@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/perch-dev/perch"
@@ -116,4 +117,28 @@ func CodeFor(status int) string {
 		}
 	}
 	return ""
+}
+
+// EmailFor is the address a harness registers a person named name with.
+func EmailFor(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
+}
+
+// Log is a server's log that background goroutines (mail, fan-out) write
+// while a test reads it. The zero value is ready.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

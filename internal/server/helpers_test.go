@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +44,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	s.Now = clock.Now
 	limits := ratelimit.NewMemory()
 	limits.Now = clock.Now
-	logs := &syncWriter{w: &bytes.Buffer{}}
+	logs := &syncWriter{}
 	smtp := mailtest.Start(t)
 	cfg, err := mail.ParseURL(smtp.URL())
 	if err != nil {
@@ -153,27 +151,10 @@ func (a *api) apiToken(acc *account, label string) (id string) {
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 // syncWriter lets background goroutines (mail) log while a test reads.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
-}
+type syncWriter = apitest.Log
 
 // emailFor is the address register and invite derive from a name.
-func emailFor(name string) string {
-	return strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
-}
+var emailFor = apitest.EmailFor
 
 // tokenOf returns the token parameter of a mailed link whose path is path.
 func tokenOf(tb testing.TB, link, path string) string {

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +76,7 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	s.Now = clock.Now
 	limits := ratelimit.NewMemory()
 	limits.Now = clock.Now
-	logs := &syncWriter{w: &bytes.Buffer{}}
+	logs := &syncWriter{}
 	smtp := mailtest.Start(t)
 	cfg, err := mail.ParseURL(smtp.URL())
 	if err != nil {
@@ -208,24 +205,7 @@ func (a *site) register(name string) *account {
 }
 
 // emailFor is the address register derives from a name.
-func emailFor(name string) string {
-	return strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
-}
+var emailFor = apitest.EmailFor
 
 // syncWriter lets background goroutines (mail) log while a test reads.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
-}
+type syncWriter = apitest.Log
