@@ -13,6 +13,7 @@ const (
 	WebhookTokenPrefix = "whk_"
 	AccessTokenPrefix  = "pac_"
 	RefreshTokenPrefix = "prf_"
+	SCIMTokenPrefix    = "scim_" // an organisation's SCIM token
 )
 
 // SessionCookie is the cookie that carries a dashboard session's access

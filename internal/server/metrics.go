@@ -21,6 +21,8 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// auditFailures counts audit entries that could not be written.
+	auditFailures prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, w *ingest.Writer, h *hub.Hub) *metrics {
@@ -34,8 +36,12 @@ func newMetrics(reg *prometheus.Registry, w *ingest.Writer, h *hub.Hub) *metrics
 			Help:    "Time to answer HTTP requests, by method and route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"method", "route"}),
+		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "perch_audit_write_failures_total",
+			Help: "Audit entries that could not be written (each is logged).",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration,
+	reg.MustRegister(m.requests, m.duration, m.auditFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if w != nil {
 		// Their ratio is how many notifications group commit puts in one

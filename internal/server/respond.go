@@ -78,6 +78,26 @@ func respond(w http.ResponseWriter, status int, v any) error {
 	return nil
 }
 
+// respondPage writes one page of a list: {"data": items, "next_cursor":
+// next}, next being null after the last page.
+func respondPage(w http.ResponseWriter, items any, next string) error {
+	var cursor *string
+	if next != "" {
+		cursor = &next
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Data       any     `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}{items, cursor})
+	return nil
+}
+
+// pageOf reads ?cursor= and ?limit= (DESIGN.md §12).
+func pageOf(r *http.Request) (perch.Page, error) {
+	q := r.URL.Query()
+	return perch.ParsePage(q.Get("cursor"), q.Get("limit"))
+}
+
 // noContent answers 204 with no body, as every DELETE does.
 func noContent(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusNoContent)

@@ -366,8 +366,8 @@ func (c *call) do(method, path string, in, out any) error {
 }
 
 // inProcess is an http.RoundTripper that serves API requests with the
-// server's own handler, as from the browser's address (rate limits and logs
-// see the real client).
+// server's own handler, as from the browser's address and user agent (rate
+// limits, logs and the audit log see the real client).
 type inProcess struct {
 	h    http.Handler
 	from *http.Request
@@ -385,6 +385,8 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	if xff := t.from.Header.Get("X-Forwarded-For"); xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
 	}
+	// The browser's, so the audit log says what the person used.
+	req.Header.Set("User-Agent", t.from.UserAgent())
 	if req.Body == nil {
 		req.Body = http.NoBody
 	}

@@ -1,0 +1,180 @@
+package perch
+
+import (
+	"strings"
+	"time"
+)
+
+// AuditEntry is one line of the audit log: who did what to what, from
+// where. Entries are appended and never changed; retention prunes the old.
+type AuditEntry struct {
+	ID        string         `json:"id"`
+	At        time.Time      `json:"at"`
+	Action    string         `json:"action"` // dotted: org.member.role_changed
+	Actor     AuditActor     `json:"actor"`
+	Target    AuditTarget    `json:"target"`
+	OrgID     string         `json:"org_id"` // the organisation the change belongs to; "" for none
+	IP        string         `json:"ip"`
+	UserAgent string         `json:"user_agent"`
+	RequestID string         `json:"request_id"`
+	Changes   map[string]any `json:"changes"` // what changed (new values, or {from, to}); never a secret
+}
+
+// AuditActor is who acted.
+type AuditActor struct {
+	Type  string `json:"type"` // one of the Actor* kinds
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
+// AuditTarget is what was acted on.
+type AuditTarget struct {
+	Type string `json:"type"` // user, org, team, invitation, api_token, …
+	ID   string `json:"id"`
+}
+
+// Kinds of actor.
+const (
+	ActorUser     = "user"     // a signed-in user, or someone signing in
+	ActorAdmin    = "admin"    // a platform admin, through /api/v1/admin
+	ActorSystem   = "system"   // Perch itself: jobs, the command line
+	ActorSCIM     = "scim"     // an identity provider, through SCIM
+	ActorProvider = "provider" // a payment or sign-in provider's callback
+)
+
+// Audited actions. Each is a change of state or a security event.
+const (
+	AuditRegistered          = "auth.registered"
+	AuditSignedIn            = "auth.signed_in"
+	AuditSignInFailed        = "auth.sign_in_failed"
+	AuditSignedOut           = "auth.signed_out"
+	AuditRefreshReused       = "auth.refresh_token_reused" // a spent refresh token came back: the sign-in was ended
+	AuditPasswordResetAsked  = "auth.password_reset_requested"
+	AuditPasswordReset       = "auth.password_reset"
+	AuditEmailVerified       = "auth.email_verified"
+	AuditDeviceApproved      = "auth.device_approved"
+	AuditUserUpdated         = "user.updated"
+	AuditPasswordChanged     = "user.password_changed"
+	AuditEmailChangeAsked    = "user.email_change_requested"
+	AuditEmailChanged        = "user.email_changed"
+	AuditAPITokenCreated     = "api_token.created"
+	AuditAPITokenUpdated     = "api_token.updated"
+	AuditAPITokenDeleted     = "api_token.deleted"
+	AuditWebhookTokenCreated = "webhook_token.created"
+	AuditWebhookTokenDeleted = "webhook_token.deleted"
+	AuditOrgUpdated          = "org.updated"
+	AuditMemberRoleChanged   = "org.member.role_changed"
+	AuditMemberRemoved       = "org.member.removed"
+	AuditMemberLeft          = "org.member.left"
+	AuditTeamCreated         = "org.team.created"
+	AuditTeamUpdated         = "org.team.updated"
+	AuditTeamDeleted         = "org.team.deleted"
+	AuditTeamMemberAdded     = "org.team.member_added"
+	AuditTeamMemberRemoved   = "org.team.member_removed"
+	AuditInvitationCreated   = "org.invitation.created"
+	AuditInvitationRevoked   = "org.invitation.revoked"
+	AuditInvitationAccepted  = "org.invitation.accepted"
+	AuditAnnouncementCreated = "announcement.created"
+	AuditAnnouncementUpdated = "announcement.updated"
+	AuditAnnouncementDeleted = "announcement.deleted"
+	AuditAdminGranted        = "admin.user.admin_granted" // perch admin grant
+	AuditAdminUserUpdated    = "admin.user.updated"
+	AuditAdminOrgUpdated     = "admin.org.updated"
+	AuditAdminFeatureUpdated = "admin.feature.updated"
+	AuditEmailConfigUpdated  = "admin.email_config.updated"
+	AuditEmailConfigTested   = "admin.email_config.tested"
+	AuditNewsletterSent      = "admin.newsletter.sent"
+	AuditNewsletterLeft      = "user.newsletter_unsubscribed"
+	AuditLogExported         = "audit.exported"
+)
+
+// AuditFilter selects audit entries: newest first, those before Cursor (an
+// entry id), within [From, To) when set.
+type AuditFilter struct {
+	From, To time.Time
+	Action   string // a prefix: "org." matches org.member.role_changed
+	ActorID  string
+	OrgID    string
+	Page
+}
+
+// MaxAuditSpan is the longest time range one query of the log may cover.
+const MaxAuditSpan = 366 * 24 * time.Hour
+
+// DefaultAuditRetention is how long entries are kept unless configured.
+const DefaultAuditRetention = 365 * 24 * time.Hour
+
+// secretKeys are substrings of change keys whose values are never
+// recorded, whatever a caller passes.
+var secretKeys = []string{"password", "secret", "token", "hash", "private_key", "code", "verifier", "cookie"}
+
+// secretPrefixes start the raw values of Perch's credentials (see token.go).
+var secretPrefixes = []string{APITokenPrefix, AccessTokenPrefix, RefreshTokenPrefix, WebhookTokenPrefix,
+	EmailTokenPrefix, InvitationTokenPrefix, DeviceCodePrefix, SCIMTokenPrefix}
+
+// Redacted is what stands in the log for a secret.
+const Redacted = "[redacted]"
+
+// RedactChanges returns changes with every value that is, or might be, a
+// secret replaced by Redacted: keys that name one (password, token, secret,
+// …) and strings that start like a Perch credential. Nested maps are
+// redacted too. It is the audit log's last line of defence: handlers record
+// labels, roles and flags, never credentials.
+func RedactChanges(changes map[string]any) map[string]any {
+	if len(changes) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(changes))
+	for k, v := range changes {
+		if secretKey(k) {
+			if v != nil && v != false && v != "" {
+				v = Redacted
+			}
+			out[k] = v
+			continue
+		}
+		out[k] = redactValue(v)
+	}
+	return out
+}
+
+func redactValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		for _, p := range secretPrefixes {
+			if strings.HasPrefix(v, p) {
+				return Redacted
+			}
+		}
+	case map[string]any:
+		return RedactChanges(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = redactValue(x)
+		}
+		return out
+	case []string:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = redactValue(x)
+		}
+		return out
+	}
+	return v
+}
+
+// secretKey reports whether a change key names a secret. "password_set"
+// and other flags that only say whether one exists are kept.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	if strings.HasSuffix(k, "_set") || k == "token_prefix" || k == "label" {
+		return false
+	}
+	for _, s := range secretKeys {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
