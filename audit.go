@@ -53,6 +53,7 @@ const (
 	AuditPasswordReset       = "auth.password_reset"
 	AuditEmailVerified       = "auth.email_verified"
 	AuditDeviceApproved      = "auth.device_approved"
+	AuditDeviceDenied        = "auth.device_denied"
 	AuditUserUpdated         = "user.updated"
 	AuditPasswordChanged     = "user.password_changed"
 	AuditEmailChangeAsked    = "user.email_change_requested"
@@ -106,7 +107,7 @@ const DefaultAuditRetention = 365 * 24 * time.Hour
 
 // secretKeys are substrings of change keys whose values are never
 // recorded, whatever a caller passes.
-var secretKeys = []string{"password", "secret", "token", "hash", "private_key", "code", "verifier", "cookie"}
+var secretKeys = []string{"password", "secret", "token", "hash", "private_key", "verifier", "cookie"}
 
 // secretPrefixes start the raw values of Perch's credentials (see token.go).
 var secretPrefixes = []string{APITokenPrefix, AccessTokenPrefix, RefreshTokenPrefix, WebhookTokenPrefix,
@@ -176,5 +177,5 @@ func secretKey(k string) bool {
 			return true
 		}
 	}
-	return false
+	return k == "code" || strings.HasSuffix(k, "_code") // a device or user code
 }

@@ -12,6 +12,7 @@ const (
 	ManageMembers                   // owners and admins: remove members, change roles (see AuthorizeMemberChange)
 	ManageTeams                     // owners and admins: create, edit, delete teams and their members
 	ManageInvitations               // owners and admins: list, send and revoke invitations
+	ViewOrgAudit                    // owners and admins: the organisation's audit log
 	PlatformAdmin                   // platform admins: /admin
 )
 
@@ -22,7 +23,7 @@ func Authorize(u *User, a Action) error {
 	switch a {
 	case ViewOrg:
 		return nil
-	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations:
+	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewOrgAudit:
 		if u.IsOrgAdmin() {
 			return nil
 		}

@@ -39,6 +39,7 @@ type config struct {
 	SMTPURL            string
 	MailFrom           string
 	Retention          time.Duration
+	AuditRetention     time.Duration
 	LogFormat          string
 	LogLevel           string
 }
@@ -230,6 +231,13 @@ var settings = []setting{
 		}
 		return nil
 	}},
+	{"audit-retention", "365d", "how long audit entries are kept: days (365d) or a duration (8760h); at least 1d", func(c *config, v string) (err error) {
+		c.AuditRetention, err = parseDays(v)
+		if err != nil || c.AuditRetention < 24*time.Hour {
+			return fmt.Errorf("want a number of days of at least 1, e.g. 365d, or a duration such as 8760h")
+		}
+		return nil
+	}},
 	{"log-format", "text", "log format: text or json", func(c *config, v string) error {
 		if v != "text" && v != "json" {
 			return fmt.Errorf("want text or json")
@@ -304,4 +312,17 @@ func joinIndented(errs []error) error {
 		msgs[i] = e.Error()
 	}
 	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+// parseDays reads a duration written in days ("365d") or as Go writes
+// durations ("8760h").
+func parseDays(v string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, fmt.Errorf("bad number of days %q", n)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
 }

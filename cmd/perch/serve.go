@@ -150,7 +150,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"set PERCH_ANONYMOUS_BROADCAST=false to require a token")
 	}
 
-	go prune(ctx, st, c.Retention, logger)
+	go prune(ctx, st, c.Retention, c.AuditRetention, logger)
 
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -217,9 +217,9 @@ func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, e
 	return mail.NewMailer(mail.StaticSource(cfg, true), st, logger), nil
 }
 
-// prune deletes expired sign-in tokens and notifications past retention,
-// every ten minutes until ctx ends.
-func prune(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
+// prune deletes expired sign-in tokens, and notifications and audit entries
+// past their retention, every ten minutes until ctx ends.
+func prune(ctx context.Context, st *store.Store, retention, auditRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(pruneEvery / 10) // a job runs once per pruneEvery across all instances
 	defer t.Stop()
 	for {
@@ -238,6 +238,11 @@ func prune(ctx context.Context, st *store.Store, retention time.Duration, logger
 				logger.Warn("pruning notifications failed", "err", err)
 			} else if n > 0 {
 				logger.Info("pruned notifications past retention", "count", n, "retention", retention)
+			}
+			if n, err := st.PruneAudit(ctx, time.Now().Add(-auditRetention)); err != nil {
+				logger.Warn("pruning the audit log failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned audit entries past retention", "count", n, "retention", auditRetention)
 			}
 			return nil
 		})
@@ -340,6 +345,15 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	email := args[1]
 	if err := st.GrantAdmin(ctx, email); err != nil {
 		return fmt.Errorf("grant %s: %w", email, err)
+	}
+	u, _, err := st.UserCredentials(ctx, email)
+	if err != nil {
+		return err
+	}
+	entry := &perch.AuditEntry{Action: perch.AuditAdminGranted, Actor: perch.AuditActor{Type: perch.ActorSystem, ID: "perch admin grant"},
+		Target: perch.AuditTarget{Type: "user", ID: u.ID}, OrgID: u.OrgID, Changes: map[string]any{"platform_admin": true, "email": u.Email}}
+	if err := st.AppendAudit(ctx, entry); err != nil {
+		return fmt.Errorf("audit log: %w", err)
 	}
 	fmt.Fprintf(stdout, "%s is now a platform admin\n", email)
 	return nil

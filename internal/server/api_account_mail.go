@@ -60,6 +60,7 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) error {
 		if err := s.mailEmailToken(r.Context(), u, perch.EmailPasswordReset, u.Email); err != nil {
 			return err
 		}
+		s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordResetAsked, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID})
 	case perch.ENOTFOUND:
 	default:
 		return err
@@ -98,6 +99,8 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.revoked(r.Context(), u.ID, revoked, nil)
+	s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordReset, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"sessions_ended": len(revoked)}})
 	return noContent(w)
 }
 
@@ -132,10 +135,23 @@ func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
 	if in.Token == "" {
 		return perch.Problems{"token": "is required"}.Err()
 	}
-	u, err := s.store.VerifyEmail(r.Context(), auth.HashToken(in.Token))
+	hash := auth.HashToken(in.Token)
+	// A link for a new address changes the account's address: the audit log
+	// says from what.
+	before, err := s.store.EmailTokenOwner(r.Context(), hash, perch.EmailChange)
+	if err != nil && perch.ErrorCode(err) != perch.EBADREQUEST && perch.ErrorCode(err) != perch.ENOTFOUND {
+		return err
+	}
+	u, err := s.store.VerifyEmail(r.Context(), hash)
 	if err != nil {
 		return err
 	}
+	e := perch.AuditEntry{Action: perch.AuditEmailVerified, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"email": u.Email}}
+	if before != nil {
+		e.Action, e.Changes = perch.AuditEmailChanged, map[string]any{"email": map[string]any{"from": before.Email, "to": u.Email}}
+	}
+	s.audit(r, e)
 	u.IsAdmin = s.isAdmin(u)
 	return respond(w, http.StatusOK, u)
 }

@@ -73,6 +73,11 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	changes := map[string]any{"name": u.Name, "org_role": u.OrgRole}
+	if in.InvitationToken != "" {
+		changes["invited"] = true
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditRegistered, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID, Changes: changes})
 	return respond(w, http.StatusCreated, res)
 }
 
@@ -104,12 +109,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	switch perch.ErrorCode(err) {
 	case "":
 		if !auth.CheckPassword(hash, in.Password) {
+			s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+				Changes: map[string]any{"reason": "wrong password"}})
 			return errBadCredentials
 		}
 	case perch.ENOTFOUND:
 		// Same work and the same answer as a wrong password: a login reveals
 		// nothing about which addresses have accounts.
 		auth.CheckMissing(in.Password)
+		s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed,
+			Actor: perch.AuditActor{Type: perch.ActorUser, Email: clip(strings.TrimSpace(in.Email), perch.MaxEmailLen)},
+			Changes: map[string]any{"reason": "no such account"}})
 		return errBadCredentials
 	default:
 		return err
@@ -118,6 +128,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSignedIn, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"method": "password"}})
 	return respond(w, http.StatusOK, res)
 }
 
@@ -134,7 +146,10 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) error {
 	access, refresh, t := s.newTokens()
 	if userID, sessionID, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
 		// On reuse the store names the sign-in it revoked.
-		s.revoked(r.Context(), userID, []string{sessionID}, nil)
+		if userID != "" {
+			s.revoked(r.Context(), userID, []string{sessionID}, nil)
+			s.auditUser(r, userID, perch.AuditRefreshReused, map[string]any{"session_id": sessionID})
+		}
 		return err
 	}
 	return respond(w, http.StatusOK, &authResponse{AccessToken: access, RefreshToken: refresh, TokenType: "Bearer", ExpiresIn: int(perch.AccessTokenTTL.Seconds())})
@@ -157,5 +172,8 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.revoked(r.Context(), userID, []string{sessionID}, nil)
+	if userID != "" {
+		s.auditUser(r, userID, perch.AuditSignedOut, map[string]any{"session_id": sessionID})
+	}
 	return noContent(w)
 }

@@ -39,6 +39,7 @@ func (s *Server) createAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAnnouncementCreated, Target: announcementTarget(created.ID), Changes: map[string]any{"title": created.Title}})
 	return respond(w, http.StatusCreated, created)
 }
 
@@ -69,6 +70,7 @@ func (s *Server) updateAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAnnouncementUpdated, Target: announcementTarget(updated.ID), Changes: map[string]any{"title": updated.Title}})
 	return respond(w, http.StatusOK, updated)
 }
 
@@ -76,5 +78,8 @@ func (s *Server) deleteAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err := s.store.DeleteAnnouncement(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAnnouncementDeleted, Target: announcementTarget(r.PathValue("id"))})
 	return noContent(w)
 }
+
+func announcementTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "announcement", ID: id} }

@@ -121,6 +121,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		status, callback = perch.DeviceDenied, deviceCallback(d.Port, "error=access_denied&session_id="+url.QueryEscape(d.ID))
+		s.audit(r, perch.AuditEntry{Action: perch.AuditDeviceDenied, Target: deviceTarget(d.ID), Changes: map[string]any{"client_name": d.ClientName}})
 	} else {
 		if confirmed, err = s.checkUserCode(r.Context(), in); err != nil {
 			return err
@@ -131,6 +132,8 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		status, callback = perch.DeviceApproved, deviceCallback(d.Port, "session_id="+url.QueryEscape(d.ID)+"&code="+url.QueryEscape(code))
+		s.audit(r, perch.AuditEntry{Action: perch.AuditDeviceApproved, Target: deviceTarget(d.ID),
+			Changes: map[string]any{"client_name": d.ClientName, "user_code_confirmed": confirmed}})
 	}
 	return respond(w, http.StatusOK, deviceCompleted{Status: status, RedirectURL: callback, UserCodeConfirmed: confirmed})
 }
@@ -217,7 +220,7 @@ func (s *Server) deviceExchange(w http.ResponseWriter, r *http.Request) error {
 	if subtle.ConstantTimeCompare([]byte(auth.HashToken(in.Code)), []byte(d.CodeHash)) != 1 {
 		return errDeviceCode
 	}
-	res, err := s.exchangeDevice(r.Context(), d, false)
+	res, err := s.exchangeDevice(r, d, false)
 	if err != nil {
 		return err
 	}
@@ -243,7 +246,7 @@ func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if d.CheckExchangeable(true) == nil {
-		res, err := s.exchangeDevice(r.Context(), d, true)
+		res, err := s.exchangeDevice(r, d, true)
 		switch perch.ErrorCode(err) {
 		case "":
 			return respond(w, http.StatusOK, deviceStatusAnswer{Status: perch.DeviceApproved, authResponse: res})
@@ -285,7 +288,8 @@ func (s *Server) deviceSessionFor(ctx context.Context, id, verifier string) (*pe
 // exchangeDevice spends the approved sign-in d, for a status poll when
 // polled, and starts a session for the user who approved it. Of racing
 // callers one wins; the rest get ECONFLICT.
-func (s *Server) exchangeDevice(ctx context.Context, d *perch.DeviceSession, polled bool) (*authResponse, error) {
+func (s *Server) exchangeDevice(r *http.Request, d *perch.DeviceSession, polled bool) (*authResponse, error) {
+	ctx := r.Context()
 	if err := s.store.ExchangeDeviceSession(ctx, d.ID, polled); err != nil {
 		return nil, err
 	}
@@ -293,8 +297,15 @@ func (s *Server) exchangeDevice(ctx context.Context, d *perch.DeviceSession, pol
 	if err != nil {
 		return nil, err
 	}
-	return s.signIn(ctx, u)
+	res, err := s.signIn(ctx, u)
+	if err == nil {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditSignedIn, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+			Changes: map[string]any{"method": "desktop", "client_name": d.ClientName}})
+	}
+	return res, err
 }
+
+func deviceTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "device_session", ID: id} }
 
 // checkVerifier records a problem with a code verifier.
 func checkVerifier(p perch.Problems, verifier string) {

@@ -58,6 +58,8 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error 
 	}
 	link := s.link(invitationPath, raw)
 	s.sendMail(r.Context(), mail.Invitation(inv.Email, actor.Name, org.Name, inv.Role, link))
+	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationCreated, Target: invitationTarget(inv.ID),
+		Changes: map[string]any{"email": inv.Email, "role": inv.Role}})
 	return respond(w, http.StatusCreated, struct {
 		*perch.Invitation
 		URL string `json:"url"`
@@ -68,8 +70,11 @@ func (s *Server) revokeInvitation(w http.ResponseWriter, r *http.Request) error 
 	if err := s.store.RevokeInvitation(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationRevoked, Target: invitationTarget(r.PathValue("id"))})
 	return noContent(w)
 }
+
+func invitationTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "invitation", ID: id} }
 
 // acceptInvitation moves the signed-in user into the inviting organisation.
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
@@ -88,5 +93,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.grantsChanged(r.Context(), u.ID)
+	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationAccepted, Target: userTarget(u.ID), OrgID: org.ID,
+		Changes: map[string]any{"from_org_id": u.OrgID}})
 	return respond(w, http.StatusOK, org)
 }

@@ -30,9 +30,17 @@ func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidateOrgName(p, *in.Name); len(p) > 0 {
 		return p.Err()
 	}
+	before, err := s.store.Org(r.Context(), orgID)
+	if err != nil {
+		return err
+	}
 	org, err := s.store.RenameOrg(r.Context(), orgID, strings.TrimSpace(*in.Name))
 	if err != nil {
 		return err
+	}
+	if org.Name != before.Name {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditOrgUpdated, Target: perch.AuditTarget{Type: "org", ID: orgID},
+			Changes: map[string]any{"name": map[string]any{"from": before.Name, "to": org.Name}}})
 	}
 	return respond(w, http.StatusOK, org)
 }
@@ -70,6 +78,10 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.tokensChanged(r.Context()) // the tokens they made may stand or fall with their role
+	if target.Role != in.Role {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditMemberRoleChanged, Target: userTarget(target.ID),
+			Changes: map[string]any{"email": target.Email, "role": map[string]any{"from": target.Role, "to": in.Role}}})
+	}
 	return respond(w, http.StatusOK, m)
 }
 
@@ -88,5 +100,10 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.grantsChanged(r.Context(), target.ID)
+	action := perch.AuditMemberRemoved
+	if target.ID == actor.ID {
+		action = perch.AuditMemberLeft
+	}
+	s.audit(r, perch.AuditEntry{Action: action, Target: userTarget(target.ID), Changes: map[string]any{"email": target.Email, "role": target.Role}})
 	return noContent(w)
 }

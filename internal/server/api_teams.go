@@ -41,6 +41,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamCreated, Target: teamTarget(t.ID), Changes: map[string]any{"name": t.Name}})
 	return respond(w, http.StatusCreated, t)
 }
 
@@ -69,6 +70,16 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	changes := map[string]any{}
+	if t.Name != current.Name {
+		changes["name"] = map[string]any{"from": current.Name, "to": t.Name}
+	}
+	if t.Description != current.Description {
+		changes["description"] = map[string]any{"from": current.Description, "to": t.Description}
+	}
+	if len(changes) > 0 {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditTeamUpdated, Target: teamTarget(t.ID), Changes: changes})
+	}
 	return respond(w, http.StatusOK, t)
 }
 
@@ -85,6 +96,8 @@ func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
 	for _, m := range team.Members {
 		s.grantsChanged(r.Context(), m.ID)
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamDeleted, Target: teamTarget(team.ID),
+		Changes: map[string]any{"name": team.Name, "members": len(team.Members)}})
 	return noContent(w)
 }
 
@@ -95,6 +108,8 @@ func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.grantsChanged(r.Context(), r.PathValue("userId"))
+	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberAdded, Target: teamTarget(r.PathValue("id")),
+		Changes: map[string]any{"user_id": r.PathValue("userId")}})
 	return noContent(w)
 }
 
@@ -103,8 +118,12 @@ func (s *Server) removeTeamMember(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.grantsChanged(r.Context(), r.PathValue("userId"))
+	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberRemoved, Target: teamTarget(r.PathValue("id")),
+		Changes: map[string]any{"user_id": r.PathValue("userId")}})
 	return noContent(w)
 }
+
+func teamTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "team", ID: id} }
 
 func deref(s *string) string {
 	if s == nil {

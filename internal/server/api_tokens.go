@@ -35,6 +35,7 @@ func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAPITokenCreated, Target: apiTokenTarget(k.ID), Changes: map[string]any{"label": k.Label, "token_prefix": k.TokenPrefix}})
 	return respond(w, http.StatusCreated, map[string]any{"token": k, "raw_token": raw})
 }
 
@@ -61,6 +62,14 @@ func (s *Server) updateAPIToken(w http.ResponseWriter, r *http.Request) error {
 	if !k.IsActive {
 		s.revoked(r.Context(), u.ID, nil, []string{k.ID})
 	}
+	changes := map[string]any{}
+	if in.Label != nil {
+		changes["label"] = k.Label
+	}
+	if in.IsActive != nil {
+		changes["is_active"] = k.IsActive
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAPITokenUpdated, Target: apiTokenTarget(k.ID), Changes: changes})
 	return respond(w, http.StatusOK, k)
 }
 
@@ -70,5 +79,8 @@ func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.revoked(r.Context(), u.ID, nil, []string{id})
+	s.audit(r, perch.AuditEntry{Action: perch.AuditAPITokenDeleted, Target: apiTokenTarget(id)})
 	return noContent(w)
 }
+
+func apiTokenTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "api_token", ID: id} }

@@ -72,6 +72,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		res.PendingEmail = email
+		s.audit(r, perch.AuditEntry{Action: perch.AuditEmailChangeAsked, Target: userTarget(u.ID), Changes: map[string]any{"to": email}})
 	}
 	if in.Password != nil {
 		revoked, err := s.store.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID)
@@ -79,6 +80,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		s.revoked(r.Context(), u.ID, revoked, nil)
+		s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordChanged, Target: userTarget(u.ID), Changes: map[string]any{"sessions_ended": len(revoked)}})
 	}
 	if in.Name != nil {
 		updated, err := s.store.SetUserName(r.Context(), u.ID, *in.Name)
@@ -87,6 +89,9 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		}
 		updated.IsAdmin = s.isAdmin(updated)
 		res.User = updated
+		if updated.Name != u.Name {
+			s.audit(r, perch.AuditEntry{Action: perch.AuditUserUpdated, Target: userTarget(u.ID), Changes: map[string]any{"name": map[string]any{"from": u.Name, "to": updated.Name}}})
+		}
 	}
 	return respond(w, http.StatusOK, res)
 }

@@ -68,6 +68,11 @@ func (s *Server) createWebhookToken(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	changes := map[string]any{"label": created.Label, "sender": created.Sender, "scope": created.Scope, "token_prefix": created.TokenPrefix}
+	if created.TeamID != nil {
+		changes["team_id"] = *created.TeamID
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditWebhookTokenCreated, Target: perch.AuditTarget{Type: "webhook_token", ID: created.ID}, Changes: changes})
 	return respond(w, http.StatusCreated, map[string]any{
 		"token":     created,
 		"raw_token": raw,
@@ -102,9 +107,11 @@ func (s *Server) authorizeWebhookScope(r *http.Request, u *perch.User, scope, te
 }
 
 func (s *Server) deleteWebhookToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteWebhookToken(r.Context(), principal(r).User.ID, r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	if err := s.store.DeleteWebhookToken(r.Context(), principal(r).User.ID, id); err != nil {
 		return err
 	}
 	s.tokensChanged(r.Context())
+	s.audit(r, perch.AuditEntry{Action: perch.AuditWebhookTokenDeleted, Target: perch.AuditTarget{Type: "webhook_token", ID: id}})
 	return noContent(w)
 }

@@ -62,3 +62,23 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// actorOf is u as the actor of an entry made before u is signed in
+// (registration, sign-in, a mailed link).
+func actorOf(u *perch.User) perch.AuditActor {
+	return perch.AuditActor{Type: perch.ActorUser, ID: u.ID, Email: u.Email}
+}
+
+// userTarget is u as the target of an entry.
+func userTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "user", ID: id} }
+
+// auditUser records action by the user with id userID, who is not signed in
+// on this request (a refresh token, a mailed link): the entry names them
+// and their organisation as the store has them.
+func (s *Server) auditUser(r *http.Request, userID, action string, changes map[string]any) {
+	e := perch.AuditEntry{Action: action, Actor: perch.AuditActor{Type: perch.ActorUser, ID: userID}, Target: userTarget(userID), Changes: changes}
+	if u, err := s.store.User(r.Context(), userID); err == nil {
+		e.Actor, e.OrgID = actorOf(u), u.OrgID
+	}
+	s.audit(r, e)
+}

@@ -109,6 +109,9 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/org/invitations", map[string]string{"email": "new.person@example.com"}, [6]int{401, 201, 403, 201, 201, 201}},
 	{"POST", "/api/v1/org/invitations", map[string]string{"email": "new.owner@example.com", "role": "owner"}, [6]int{401, 201, 403, 403, 201, 201}},
 	{"DELETE", "/api/v1/org/invitations/{invitation}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"GET", "/api/v1/admin/audit-log", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/audit-log-v2?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/org/audit-log", nil, [6]int{401, 200, 403, 200, 200, 200}},
 	{"POST", "/api/v1/org/invitations/accept", map[string]string{"token": "{invitationToken}"}, [6]int{401, 403, 403, 403, 403, 403}},
 }
 

@@ -77,6 +77,20 @@ var spec = sync.OnceValues(func() (*apiSpec, error) {
 		b, err := io.ReadAll(body)
 		return string(b), err
 	})
+	// An NDJSON export is read as the list of its lines, each checked
+	// against the schema's items.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		items := []any{}
+		dec := json.NewDecoder(body)
+		for dec.More() {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			items = append(items, v)
+		}
+		return items, nil
+	})
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("openapi.json: %w", err)

@@ -90,6 +90,12 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// The audit log: the whole of it for platform admins, an organisation's
+	// own for its owners and admins.
+	m.Handle("GET /api/v1/admin/audit-log", s.allowed(perch.PlatformAdmin, s.adminAuditLog))
+	m.Handle("GET /api/v1/admin/audit-log-v2", s.allowed(perch.PlatformAdmin, s.adminAuditLogV2))
+	m.Handle("GET /api/v1/org/audit-log", s.allowed(perch.ViewOrgAudit, s.orgAuditLog))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))
