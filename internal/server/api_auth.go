@@ -118,7 +118,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		// nothing about which addresses have accounts.
 		auth.CheckMissing(in.Password)
 		s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed,
-			Actor: perch.AuditActor{Type: perch.ActorUser, Email: clip(strings.TrimSpace(in.Email), perch.MaxEmailLen)},
+			Actor:   perch.AuditActor{Type: perch.ActorUser, Email: clip(strings.TrimSpace(in.Email), perch.MaxEmailLen)},
 			Changes: map[string]any{"reason": "no such account"}})
 		return errBadCredentials
 	default:

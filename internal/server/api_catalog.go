@@ -82,4 +82,6 @@ func (s *Server) deleteAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	return noContent(w)
 }
 
-func announcementTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "announcement", ID: id} }
+func announcementTarget(id string) perch.AuditTarget {
+	return perch.AuditTarget{Type: "announcement", ID: id}
+}

@@ -305,7 +305,9 @@ func (s *Server) exchangeDevice(r *http.Request, d *perch.DeviceSession, polled 
 	return res, err
 }
 
-func deviceTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "device_session", ID: id} }
+func deviceTarget(id string) perch.AuditTarget {
+	return perch.AuditTarget{Type: "device_session", ID: id}
+}
 
 // checkVerifier records a problem with a code verifier.
 func checkVerifier(p perch.Problems, verifier string) {

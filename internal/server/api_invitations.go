@@ -74,7 +74,9 @@ func (s *Server) revokeInvitation(w http.ResponseWriter, r *http.Request) error 
 	return noContent(w)
 }
 
-func invitationTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "invitation", ID: id} }
+func invitationTarget(id string) perch.AuditTarget {
+	return perch.AuditTarget{Type: "invitation", ID: id}
+}
 
 // acceptInvitation moves the signed-in user into the inviting organisation.
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
