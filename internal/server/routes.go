@@ -90,6 +90,12 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// Administration: feature flags and metrics.
+	m.Handle("GET /api/v1/admin/features", s.allowed(perch.PlatformAdmin, s.listFeatures))
+	m.Handle("PATCH /api/v1/admin/features/{key}", s.allowed(perch.PlatformAdmin, s.updateFeature))
+	m.Handle("GET /api/v1/admin/metrics/summary", s.allowed(perch.PlatformAdmin, s.metricsSummary))
+	m.Handle("GET /api/v1/admin/metrics", s.allowed(perch.PlatformAdmin, s.metricSeries))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))
