@@ -90,6 +90,14 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// Administration: users, organisations and plans.
+	m.Handle("GET /api/v1/admin/users", s.allowed(perch.PlatformAdmin, s.adminListUsers))
+	m.Handle("PATCH /api/v1/admin/users/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateUser))
+	m.Handle("GET /api/v1/admin/orgs", s.allowed(perch.PlatformAdmin, s.adminListOrgs))
+	m.Handle("GET /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminGetOrg))
+	m.Handle("PATCH /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateOrg))
+	m.Handle("GET /api/v1/admin/plans", s.allowed(perch.PlatformAdmin, s.adminListPlans))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))
