@@ -29,6 +29,7 @@ type Message struct {
 	Subject string
 	Text    string // the text/plain part, decoded
 	HTML    string // the text/html part, decoded
+	Header  netmail.Header
 }
 
 var linkPattern = regexp.MustCompile(`https?://[^\s"<>]+`)
@@ -151,7 +152,7 @@ func decode(raw []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	var m Message
+	m := Message{Header: msg.Header}
 	if m.Subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
 		return m, err
 	}
