@@ -20,11 +20,12 @@ type world struct {
 	team, invitation, invitationToken            string
 	ownerToken, announcement                     string
 	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
+	smtpPort                                     int    // the test SMTP server's, for e-mail settings that keep mail flowing
 }
 
 func newWorld(a *api, n int) *world {
 	a.t.Helper()
-	w := &world{}
+	w := &world{smtpPort: mailPort(a)}
 	name := func(s string) string { return fmt.Sprintf("%s %d", s, n) }
 	w.owner = a.register(name("Ada"))
 	w.admin = a.invite(w.owner, name("Carol"), "admin")
@@ -110,6 +111,15 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/org/invitations", map[string]string{"email": "new.owner@example.com", "role": "owner"}, [6]int{401, 201, 403, 403, 201, 201}},
 	{"DELETE", "/api/v1/org/invitations/{invitation}", nil, [6]int{401, 404, 403, 204, 204, 404}},
 	{"POST", "/api/v1/org/invitations/accept", map[string]string{"token": "{invitationToken}"}, [6]int{401, 403, 403, 403, 403, 403}},
+	{"GET", "/api/v1/admin/email-config", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"PUT", "/api/v1/admin/email-config", func(w *world) any {
+		return map[string]any{"host": "127.0.0.1", "port": w.smtpPort, "from": "perch@example.com", "tls": "none"}
+	}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"POST", "/api/v1/admin/email-config/test", map[string]string{"to": "someone@example.com"}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/newsletter", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"POST", "/api/v1/admin/newsletter", map[string]string{"subject": "S", "body": "B"}, [6]int{401, 403, 403, 403, 403, 202}},
+	{"POST", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
+	{"GET", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{303, 303, 303, 303, 303, 303}},
 }
 
 func (w *world) fill(s string) string {
@@ -131,6 +141,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 				w := newWorld(a, n)
 				path := w.fill(c.path)
 				var body any = c.body
+				if f, ok := c.body.(func(*world) any); ok {
+					body = f(w)
+				}
 				if m, ok := c.body.(map[string]string); ok {
 					filled := map[string]string{}
 					for k, v := range m {
