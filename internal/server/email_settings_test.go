@@ -196,6 +196,7 @@ func TestEmailConfigTestSend(t *testing.T) {
 			t.Errorf("test send to a closed port = %v", got)
 		}
 
+		expect(t, a.call("POST", "/api/v1/admin/email-config/test", root.Access, `{"to": 1}`), 400)
 		res := expect(t, a.call("POST", "/api/v1/admin/email-config/test", root.Access, map[string]string{"to": "not an address"}), 422)
 		if res.Fields()["to"] == nil {
 			t.Errorf("fields = %v, want a problem with to", res.Fields())

@@ -230,3 +230,19 @@ func TestNewsletterSendIsValidated(t *testing.T) {
 		}
 	})
 }
+
+func TestNewsletterUnsubscribeIsLimitedPerAddress(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s, func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
+		for range 2 {
+			expect(t, a.oneClick("/api/v1/newsletter/unsubscribe?token=x.y"), 404)
+		}
+		res := expect(t, a.oneClick("/api/v1/newsletter/unsubscribe?token=x.y"), 429)
+		if res.Header.Get("Retry-After") == "" {
+			t.Error("a 429 without Retry-After")
+		}
+		expect(t, a.call("GET", "/api/v1/newsletter/unsubscribe?token=x.y", "", nil), 429)
+		// Another address has its own allowance.
+		expect(t, a.call("POST", "/api/v1/newsletter/unsubscribe?token=x.y", "", nil, "RemoteAddr", "198.51.100.7:1234"), 404)
+	})
+}
