@@ -33,9 +33,10 @@ func (s *Store) SetNewsletter(ctx context.Context, userID string, on bool) (chan
 	return false, notFound(err, "User")
 }
 
-// subscribers are the users who opted in and whose address is confirmed:
-// the newsletter goes to no address its owner has not proved.
-const subscribers = `FROM users WHERE newsletter_at IS NOT NULL AND email_verified = TRUE`
+// subscribers are the users who opted in, whose address is confirmed (the
+// newsletter goes to no address its owner has not proved) and whose
+// account is not disabled.
+const subscribers = `FROM users WHERE newsletter_at IS NOT NULL AND email_verified = TRUE AND disabled_at IS NULL`
 
 // subscriberCursor is a position in the subscribers, newest first: the
 // opt-in time and id of the last one of a page, written "ms.id".

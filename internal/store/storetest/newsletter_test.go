@@ -112,6 +112,12 @@ func TestNewsletterSubscribersAreConfirmedAndPaged(t *testing.T) {
 		unconfirmed := mustCreateUser(t, s, "Eve", "eve@example.com")
 		subscribe(t, s, unconfirmed, true)
 		verifiedUser(t, s, "bystander")
+		disabled := verifiedUser(t, s, "disabled")
+		subscribe(t, s, disabled, true)
+		yes := true
+		if _, err := s.UpdateUserAsAdmin(ctx, disabled.ID, perch.AdminUserUpdate{Disabled: &yes}, nil); err != nil {
+			t.Fatal(err)
+		}
 
 		var got []string
 		cursor := ""
