@@ -66,6 +66,8 @@ var funcs = template.FuncMap{
 		}
 		return strconv.Itoa(n) + " " + many
 	},
+	// changes are an audit entry's changes, one line each.
+	"changes": auditChanges,
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""

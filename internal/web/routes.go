@@ -48,6 +48,9 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /profile/password", d.Private(d.ChangePassword))
 	m.Handle("GET /plans", d.Private(d.Plans))
 
+	// The Admin section, for platform admins (pages_admin*.go).
+	m.Handle("GET /admin/audit", d.Private(d.AdminAudit))
+
 	// Anything else is a page that does not exist.
 	m.Handle("/", d.Public(d.notFound))
 }

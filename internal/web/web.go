@@ -157,14 +157,16 @@ func (d *Dashboard) notFound(_ http.ResponseWriter, r *http.Request, _ *call) er
 
 // view is what every page template gets.
 type view struct {
-	Title  string
-	Nav    string      // the active navigation entry
-	User   *perch.User // nil when signed out
-	Flash  string
-	Error  string
-	Fields map[string]string // per-field problems of a failed form
-	Form   url.Values        // what was typed, to fill a failed form again
-	Data   any
+	Title string
+	Nav   string // the active navigation entry
+	// Section is the active entry of the Admin section's sub-navigation.
+	Section string
+	User    *perch.User // nil when signed out
+	Flash   string
+	Error   string
+	Fields  map[string]string // per-field problems of a failed form
+	Form    url.Values        // what was typed, to fill a failed form again
+	Data    any
 	// Outbox says that this server sends no mail: it waits in the outbox
 	// for the operator (Options.MailOutbox).
 	Outbox bool
@@ -240,6 +242,8 @@ func (d *Dashboard) fail(c *call, err error) {
 	switch {
 	case status == http.StatusNotFound:
 		title = "Page not found"
+	case status == http.StatusForbidden:
+		title = "Not allowed"
 	case status == http.StatusTooManyRequests:
 		title = "Slow down a little"
 	case status >= http.StatusInternalServerError:

@@ -1,0 +1,156 @@
+package web_test
+
+import (
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// The Admin section's pages, over HTTP: a platform admin sees them and
+// changes things through their forms; anyone else gets the error page with
+// the API's 403.
+
+// signedIn is a dashboard browser signed in as the registered user name.
+func signedIn(t *testing.T, a *site, name string) *browser {
+	t.Helper()
+	b := newBrowser(t, a.ts)
+	b.post("/signin", url.Values{"email": {emailFor(name)}, "password": {goodPassword}}).expect(t, 303, "/notifications")
+	return b
+}
+
+// platformAdmin registers name, grants it the platform-admin role (as
+// perch admin grant does) and signs it in to the dashboard.
+func platformAdmin(t *testing.T, a *site, name string) (*account, *browser) {
+	t.Helper()
+	acct := a.register(name)
+	if err := a.store.GrantAdmin(t.Context(), acct.Email); err != nil {
+		t.Fatal(err)
+	}
+	return acct, signedIn(t, a, name)
+}
+
+// refused checks that a non-admin gets the error page with the API's 403
+// at path.
+func refused(t *testing.T, b *browser, method, path string, form url.Values) {
+	t.Helper()
+	b.do(method, path, form).expect(t, http.StatusForbidden, "").contains(t, "Not allowed", "Only platform admins may do this.")
+}
+
+// link is the address of the first link whose text is text on p, unescaped.
+func (p *page) link(t *testing.T, text string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<a [^>]*href="([^"]*)"[^>]*>` + regexp.QuoteMeta(text) + `</a>`).FindStringSubmatch(p.Body)
+	if m == nil {
+		t.Fatalf("no link %q on the page: %.3000s", text, p.Body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// lacks fails if p shows any of texts.
+func (p *page) lacks(t *testing.T, texts ...string) *page {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(p.Body, s) {
+			t.Fatalf("the page shows %q: %.3000s", s, p.Body)
+		}
+	}
+	return p
+}
+
+func TestAdminNavigationIsForPlatformAdminsOnly(t *testing.T) {
+	a := newSite(t, storetest.New(t, store.SQLite))
+	_, admin := platformAdmin(t, a, "Root")
+	a.register("Bob")
+	bob := signedIn(t, a, "Bob")
+	admin.get("/profile").expect(t, 200, "").contains(t, `<a href="/admin">Admin</a>`)
+	bob.get("/profile").expect(t, 200, "").lacks(t, `href="/admin"`)
+	// Signed out, an admin page sends the browser to sign in first.
+	newBrowser(t, a.ts).get("/admin/audit").expect(t, 303, "/signin?next=%2Fadmin%2Faudit")
+}
+
+func TestAdminAuditLog(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		_, admin := platformAdmin(t, a, "Root")
+		bobAcct := a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		expect(t, a.call("POST", "/api/v1/org/teams", bobAcct.Access, map[string]string{"name": "On call"}), 201)
+
+		refused(t, bob, "GET", "/admin/audit", nil)
+
+		p := admin.get("/admin/audit").expect(t, 200, "")
+		p.contains(t, "<h1>Audit log</h1>", `aria-current="page">Audit log</a>`,
+			"<code>auth.registered</code>", "<code>org.team.created</code>", bobAcct.Email, "name: On call", "192.0.2.1")
+
+		// Filters: an action prefix and an organisation.
+		admin.get("/admin/audit?action=org.team.").expect(t, 200, "").
+			contains(t, "<code>org.team.created</code>", `value="org.team."`).lacks(t, "<code>auth.registered</code>")
+		admin.get("/admin/audit?org_id="+url.QueryEscape(bobAcct.OrgID)).expect(t, 200, "").
+			contains(t, "<code>org.team.created</code>", "</span> "+bobAcct.Email+"</td>").lacks(t, "</span> "+emailFor("Root")+"</td>")
+
+		// A range typed into datetime-local fields (UTC): one that ends
+		// before anything happened shows nothing, one around now everything.
+		now := a.clock.Now().UTC()
+		long := url.Values{"from": {now.Add(-time.Hour).Format("2006-01-02T15:04")}, "to": {now.Add(time.Hour).Format("2006-01-02T15:04")}}
+		admin.get("/admin/audit?"+long.Encode()).expect(t, 200, "").contains(t, "<code>org.team.created</code>")
+		early := url.Values{"from": {now.Add(-48 * time.Hour).Format("2006-01-02")}, "to": {now.Add(-48 * time.Hour).Format("2006-01-02")}}
+		admin.get("/admin/audit?"+early.Encode()).expect(t, 200, "").contains(t, "Nothing in this range").lacks(t, "<code>")
+		// A range the API refuses is said beside the filters, which keep
+		// what was typed.
+		backwards := url.Values{"from": {"2026-03-02T10:00"}, "to": {"2026-03-01T10:00"}}
+		admin.get("/admin/audit?"+backwards.Encode()).expect(t, 400, "").
+			contains(t, `role="alert">to must be after from.`, `value="2026-03-02T10:00"`).lacks(t, "Export CSV")
+
+		// Paging: a page of 2, then the next, then back to the first.
+		first := admin.get("/admin/audit?limit=2").expect(t, 200, "")
+		if n := strings.Count(first.Body, "<tr>") - 1; n != 2 {
+			t.Fatalf("a page of 2 shows %d entries", n)
+		}
+		next := first.link(t, "Next page")
+		if !strings.HasPrefix(next, "/admin/audit?") || !strings.Contains(next, "limit=2") || !strings.Contains(next, "cursor=") {
+			t.Fatalf("the next page is %q", next)
+		}
+		second := admin.get(next).expect(t, 200, "")
+		if second.Body == first.Body {
+			t.Fatal("the next page shows the first page again")
+		}
+		if got := second.link(t, "First page"); got != "/admin/audit?limit=2" {
+			t.Fatalf("the first page is %q", got)
+		}
+
+		// The exports are plain links to the API, which the session cookie
+		// signs in to, with the page's filters.
+		p = admin.get("/admin/audit?action=org.")
+		csvLink := p.link(t, "Export CSV")
+		if csvLink != "/api/v1/admin/audit-log-v2?action=org.&format=csv" {
+			t.Fatalf("the CSV export is %q", csvLink)
+		}
+		res, err := admin.http.Get(a.ts.URL + csvLink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body := new(strings.Builder)
+		if _, err := io.Copy(body, res.Body); err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") ||
+			!strings.HasPrefix(body.String(), "id,at,action,") || !strings.Contains(body.String(), "org.team.created") || strings.Contains(body.String(), "auth.registered") {
+			t.Fatalf("the CSV export answered %d %s: %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		ndjson := admin.get(p.link(t, "Export NDJSON")).expect(t, 200, "")
+		if !strings.Contains(ndjson.Body, `"action":"org.team.created"`) {
+			t.Fatalf("the NDJSON export is %s", ndjson.Body)
+		}
+		// Not for Bob, cookie or not.
+		bob.get(csvLink).expect(t, 403, "")
+	})
+}
