@@ -1,6 +1,7 @@
 package perch
 
 import (
+	"regexp"
 	"strings"
 	"time"
 )
@@ -109,17 +110,19 @@ const DefaultAuditRetention = 365 * 24 * time.Hour
 // recorded, whatever a caller passes.
 var secretKeys = []string{"password", "secret", "token", "hash", "private_key", "verifier", "cookie"}
 
-// secretPrefixes start the raw values of Perch's credentials (see token.go).
-var secretPrefixes = []string{APITokenPrefix, AccessTokenPrefix, RefreshTokenPrefix, WebhookTokenPrefix,
-	EmailTokenPrefix, InvitationTokenPrefix, DeviceCodePrefix, SCIMTokenPrefix}
+// rawCredential matches the raw value of a Perch credential (see token.go):
+// its prefix and at least 16 of the random characters that follow (the
+// display prefix of a token, 8 of them, is not a secret and is kept).
+var rawCredential = regexp.MustCompile(`(` + strings.Join([]string{APITokenPrefix, AccessTokenPrefix, RefreshTokenPrefix,
+	WebhookTokenPrefix, EmailTokenPrefix, InvitationTokenPrefix, DeviceCodePrefix, SCIMTokenPrefix}, "|") + `)[A-Za-z0-9_-]{16,}`)
 
 // Redacted is what stands in the log for a secret.
 const Redacted = "[redacted]"
 
 // RedactChanges returns changes with every value that is, or might be, a
 // secret replaced by Redacted: keys that name one (password, token, secret,
-// …) and strings that start like a Perch credential. Nested maps are
-// redacted too. It is the audit log's last line of defence: handlers record
+// …), and within any string, a Perch credential's raw value (a pasted token,
+// a receiver URL with ?token=). Nested maps and lists are redacted too. It is the audit log's last line of defence: handlers record
 // labels, roles and flags, never credentials.
 func RedactChanges(changes map[string]any) map[string]any {
 	if len(changes) == 0 {
@@ -142,11 +145,7 @@ func RedactChanges(changes map[string]any) map[string]any {
 func redactValue(v any) any {
 	switch v := v.(type) {
 	case string:
-		for _, p := range secretPrefixes {
-			if strings.HasPrefix(v, p) {
-				return Redacted
-			}
-		}
+		return rawCredential.ReplaceAllString(v, "${1}"+Redacted)
 	case map[string]any:
 		return RedactChanges(v)
 	case []any:

@@ -38,11 +38,3 @@ func (a *Announcement) Validate() error {
 	validateText(p, "body", a.Body, MaxAnnouncementBodyLen, MultiLine)
 	return p.Err()
 }
-
-// FeatureFlag is a switch for a capability, with a default that applies to
-// every user unless something more specific overrides it.
-type FeatureFlag struct {
-	Key         string `json:"key"`
-	Description string `json:"description"`
-	Enabled     bool   `json:"enabled"`
-}

@@ -151,6 +151,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	go prune(ctx, st, c.Retention, c.AuditRetention, logger)
+	go heartbeat(ctx, srv, logger)
 
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -248,6 +249,24 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 		})
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("scheduling the pruning job failed", "err", err)
+		}
+	}
+}
+
+// heartbeat records this instance's connected clients in the database at
+// once and every server.HeartbeatEvery until ctx ends, for the admin
+// metrics; the server's Close deletes the record.
+func heartbeat(ctx context.Context, srv *server.Server, logger *slog.Logger) {
+	t := time.NewTicker(server.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		if err := srv.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("recording this instance's heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

@@ -97,7 +97,8 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) features(w http.ResponseWriter, r *http.Request) error {
-	flags, err := s.store.Features(r.Context(), principal(r).User.ID)
+	u := principal(r).User
+	flags, err := s.store.Features(r.Context(), u.ID, u.OrgID)
 	if err != nil {
 		return err
 	}

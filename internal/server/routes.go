@@ -96,6 +96,12 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/admin/audit-log-v2", s.allowed(perch.PlatformAdmin, s.adminAuditLogV2))
 	m.Handle("GET /api/v1/org/audit-log", s.allowed(perch.ViewOrgAudit, s.orgAuditLog))
 
+	// Administration: feature flags and metrics.
+	m.Handle("GET /api/v1/admin/features", s.allowed(perch.PlatformAdmin, s.listFeatures))
+	m.Handle("PATCH /api/v1/admin/features/{key}", s.allowed(perch.PlatformAdmin, s.updateFeature))
+	m.Handle("GET /api/v1/admin/metrics/summary", s.allowed(perch.PlatformAdmin, s.metricsSummary))
+	m.Handle("GET /api/v1/admin/metrics", s.allowed(perch.PlatformAdmin, s.metricSeries))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))

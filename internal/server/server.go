@@ -8,6 +8,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
@@ -102,6 +103,10 @@ type Server struct {
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
+
+	instance string     // this instance's id in the heartbeats (random)
+	beat     sync.Mutex // orders Heartbeat and Close
+	stopped  bool       // Close has run: no more heartbeats
 }
 
 // New returns a Server with every route in place.
@@ -133,6 +138,8 @@ func New(o Options) *Server {
 		tokens:  newTokenCache(),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
+
+		instance: rand.Text(),
 	}
 	s.origins = http.NewCrossOriginProtection()
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Host != "" {
@@ -186,9 +193,11 @@ func (s *Server) routed() http.Handler {
 var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics", "/docs/api"}
 
 // Close ends what the HTTP server's Shutdown does not: it closes every
-// WebSocket with 1001 (going away) so clients reconnect elsewhere, and waits
-// for those connections and for mail being sent, or for ctx.
+// WebSocket with 1001 (going away) so clients reconnect elsewhere, deletes
+// this instance's heartbeat, and waits for those connections and for mail
+// being sent, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
+	s.forgetInstance(ctx)
 	if s.hub != nil {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}

@@ -25,24 +25,3 @@ func (s *Store) Plans(ctx context.Context) ([]*perch.Plan, error) {
 	}
 	return plans, rows.Err()
 }
-
-// Features returns the feature flags that apply to userID, by key. Today
-// every user gets each flag's default; per-organisation and per-user
-// overrides arrive with the admin endpoints and will be applied here.
-func (s *Store) Features(ctx context.Context, userID string) (map[string]bool, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, enabled FROM feature_flags`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	flags := map[string]bool{}
-	for rows.Next() {
-		var key string
-		var on bool
-		if err := rows.Scan(&key, &on); err != nil {
-			return nil, err
-		}
-		flags[key] = on
-	}
-	return flags, rows.Err()
-}

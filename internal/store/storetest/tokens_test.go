@@ -121,7 +121,7 @@ func TestPlansAndFeaturesAreSeeded(t *testing.T) {
 			}
 		}
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		flags, err := s.Features(ctx, ada.ID)
+		flags, err := s.Features(ctx, ada.ID, ada.OrgID)
 		if err != nil {
 			t.Fatal(err)
 		}
