@@ -154,3 +154,58 @@ func TestAdminAuditLog(t *testing.T) {
 		bob.get(csvLink).expect(t, 403, "")
 	})
 }
+
+func TestAdminFeatures(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		_, admin := platformAdmin(t, a, "Root")
+		bobAcct := a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		refused(t, bob, "GET", "/admin/features", nil)
+		refused(t, bob, "POST", "/admin/features/digest_email", url.Values{"enabled": {"on"}, "rollout_percent": {"0"}})
+		refused(t, bob, "POST", "/admin/features/digest_email/overrides", url.Values{"org_id": {bobAcct.OrgID}, "override": {"on"}})
+		digest := func() bool {
+			t.Helper()
+			on, _ := expect(t, a.call("GET", "/api/v1/users/me/features", bobAcct.Access, nil), 200).Data()["digest_email"].(bool)
+			return on
+		}
+
+		admin.get("/admin/features").expect(t, 200, "").contains(t, "<h1>Features</h1>", `aria-current="page">Features</a>`,
+			`id="flag-workflows"`, `id="flag-marketplace"`, `id="flag-digest_email"`, "Daily e-mail digest of unread notifications")
+
+		// A rollout percentage.
+		admin.post("/admin/features/digest_email", url.Values{"enabled": {"off"}, "rollout_percent": {"25"}}).
+			expect(t, 303, "/admin/features#flag-digest_email")
+		admin.get("/admin/features").expect(t, 200, "").contains(t, "digest_email is saved.", "25% of users", `id="rollout-digest_email" name="rollout_percent" type="number" min="0" max="100" step="1" required value="25"`)
+		// One the API refuses: its problem by the field, what was typed
+		// kept, the other flags' forms as they were.
+		p := admin.post("/admin/features/digest_email", url.Values{"enabled": {"on"}, "rollout_percent": {"150"}}).expect(t, 422, "")
+		p.contains(t, "must be a whole number from 0 to 100", `required value="150"`, `id="rollout-workflows" name="rollout_percent" type="number" min="0" max="100" step="1" required value="0"`)
+
+		// An override for Bob's organisation turns it on for Bob, whether or
+		// not he is inside the rollout; set off, it turns it off.
+		admin.post("/admin/features/digest_email/overrides", url.Values{"org_id": {bobAcct.OrgID}, "override": {"on"}}).
+			expect(t, 303, "/admin/features#flag-digest_email")
+		admin.get("/admin/features").expect(t, 200, "").contains(t, "digest_email is on for the organisation "+bobAcct.OrgID+".",
+			`<a href="/admin/orgs/`+bobAcct.OrgID+`"><code>`+bobAcct.OrgID+`</code></a>`, "1 override")
+		if !digest() {
+			t.Fatal("the override did not turn digest_email on for Bob")
+		}
+		// Set again, off: it replaces the override.
+		admin.post("/admin/features/digest_email/overrides", url.Values{"org_id": {bobAcct.OrgID}, "override": {"off"}}).expect(t, 303, "")
+		if digest() {
+			t.Fatal("the override set off left digest_email on for Bob")
+		}
+		admin.get("/admin/features").expect(t, 200, "").contains(t, "1 override")
+		// An organisation that does not exist.
+		admin.post("/admin/features/digest_email/overrides", url.Values{"org_id": {"no-such-org"}, "override": {"on"}}).expect(t, 422, "").
+			contains(t, `<div class="problem">is not an organisation</div>`, `value="no-such-org"`)
+		admin.post("/admin/features/digest_email/overrides/"+bobAcct.OrgID+"/remove", nil).expect(t, 303, "/admin/features#flag-digest_email")
+		admin.get("/admin/features").expect(t, 200, "").contains(t, "The override of "+bobAcct.OrgID+" is removed from digest_email.").lacks(t, "1 override")
+		// A flag that does not exist.
+		admin.post("/admin/features/nope", url.Values{"enabled": {"on"}, "rollout_percent": {"0"}}).expect(t, 404, "")
+
+		admin.get("/admin/audit?action=admin.feature.").expect(t, 200, "").
+			contains(t, "<code>admin.feature.updated</code>", "rollout_percent: 0 → 25")
+	})
+}
