@@ -209,3 +209,27 @@ func TestAdminFeatures(t *testing.T) {
 			contains(t, "<code>admin.feature.updated</code>", "rollout_percent: 0 → 25")
 	})
 }
+
+func TestAdminOverview(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		_, admin := platformAdmin(t, a, "Root")
+		a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		refused(t, bob, "GET", "/admin", nil)
+
+		p := admin.get("/admin").expect(t, 200, "")
+		p.contains(t, "<h1>Admin</h1>", `<a href="/admin" aria-current="page">Overview</a>`, `<a href="/admin" aria-current="page">Admin</a>`,
+			"<dt>Users</dt><dd>2</dd>", "Over the last 7 days", `<a href="/admin?range=7d" aria-current="true">7 days</a>`,
+			`<strong>Sign-ups per day</strong> <span class="muted">2 in all</span>`, `<strong>Notifications per day</strong>`,
+			`<strong>Active users per day</strong>`, `<strong>Workflow runs per day</strong>`,
+			`<title id="chart-signups-title">Sign-ups per day</title>`, "2 in all; the most, 2, in the day of 22 Nov.",
+			"Organisations by plan")
+		if n := strings.Count(p.Body, `<svg class="chart"`); n != 4 {
+			t.Errorf("%d charts, want 4", n)
+		}
+		admin.get("/admin?range=24h").expect(t, 200, "").contains(t, "Over the last 24 hours", `<strong>Sign-ups per hour</strong> <span class="muted">2 in all</span>`)
+		// A range it does not offer is the default.
+		admin.get("/admin?range=5y").expect(t, 200, "").contains(t, "Over the last 7 days")
+	})
+}

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"fmt"
 	"html/template"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,19 @@ var funcs = template.FuncMap{
 		}
 		return strconv.Itoa(n) + " " + many
 	},
+	// thousands writes a count with commas: 12,345.
+	"thousands": thousands,
+	// money writes an amount of US dollars: $1,234.50.
+	"money": func(v float64) string {
+		cents := int64(math.Round(v * 100))
+		s := "$" + thousands(cents/100)
+		if c := cents % 100; c != 0 {
+			s += fmt.Sprintf(".%02d", c)
+		}
+		return s
+	},
+	// breakdown is a map of counts as rows, by name.
+	"breakdown": breakdown,
 	// changes are an audit entry's changes, one line each.
 	"changes": auditChanges,
 	"deref": func(s *string) string {

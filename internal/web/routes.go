@@ -49,6 +49,7 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /plans", d.Private(d.Plans))
 
 	// The Admin section, for platform admins (pages_admin*.go).
+	m.Handle("GET /admin", d.Private(d.AdminOverview))
 	m.Handle("GET /admin/features", d.Private(d.AdminFeatures))
 	m.Handle("POST /admin/features/{key}", d.Private(d.AdminUpdateFeature))
 	m.Handle("POST /admin/features/{key}/overrides", d.Private(d.AdminSetOverride))

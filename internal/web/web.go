@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -48,6 +49,8 @@ type Options struct {
 	// GitHubSigned and PagerDutySigned say that the server checks those
 	// senders' signatures, so the Webhooks page's example signs its body.
 	GitHubSigned, PagerDutySigned bool
+	// Now is the clock, the server's (tests set one); nil is time.Now.
+	Now func() time.Time
 }
 
 // Dashboard serves the pages; routes.go lists them.
@@ -65,6 +68,7 @@ type Dashboard struct {
 	outbox    bool            // no SMTP server: mail waits for the operator
 	broadcast bool            // token-less deliveries are broadcast
 	signed    map[string]bool // senders whose signatures the server checks
+	now       func() time.Time
 }
 
 // New parses the templates; a template that does not parse is a bug, and
@@ -81,6 +85,10 @@ func New(o Options) *Dashboard {
 		outbox:    o.MailOutbox,
 		broadcast: o.AnonymousBroadcast,
 		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
+		now:       o.Now,
+	}
+	if d.now == nil {
+		d.now = time.Now
 	}
 	// The feed's WebSocket is on this server: browsers before CSP level 3
 	// do not count ws(s):// of the page's own host as 'self', so it is named.
