@@ -27,6 +27,10 @@ type User struct {
 	IsAdmin       bool      `json:"is_admin"` // platform admin: granted in the store or listed in PERCH_ADMIN_EMAILS
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+
+	// LastSeenAt is when the user last signed in, renewed a sign-in or was
+	// authenticated, to the minute; nil until then. Admins see it.
+	LastSeenAt *time.Time `json:"-"`
 }
 
 // IsOrgAdmin reports whether u may manage their organisation.
@@ -47,9 +51,24 @@ type Org struct {
 	MaxSeats           int `json:"max_seats"`           // the plan's cap on both together
 }
 
-// PlanTrialing is the plan status of an organisation on its trial; billing
-// brings the others.
-const PlanTrialing = "trialing"
+// Plan statuses of an organisation: on its trial, paying, behind with a
+// payment, ended, or paused by the operators.
+const (
+	PlanTrialing = "trialing"
+	PlanActive   = "active"
+	PlanPastDue  = "past_due"
+	PlanCanceled = "canceled"
+	PlanPaused   = "paused"
+)
+
+// ValidPlanStatus reports whether s is a plan status an organisation may have.
+func ValidPlanStatus(s string) bool {
+	switch s {
+	case PlanTrialing, PlanActive, PlanPastDue, PlanCanceled, PlanPaused:
+		return true
+	}
+	return false
+}
 
 // TrialDays is how long a new organisation's team-plan trial lasts.
 const TrialDays = 14

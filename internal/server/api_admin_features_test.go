@@ -10,16 +10,6 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// platformAdmin registers an account and makes it a platform admin.
-func (a *api) platformAdmin(name string) *account {
-	a.t.Helper()
-	acc := a.register(name)
-	if err := a.store.GrantAdmin(a.t.Context(), acc.Email); err != nil {
-		a.t.Fatal(err)
-	}
-	return acc
-}
-
 // myFeatures is GET /users/me/features as acc.
 func (a *api) myFeatures(acc *account) map[string]any {
 	a.t.Helper()

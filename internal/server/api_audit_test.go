@@ -19,16 +19,6 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// rootOf registers a platform admin.
-func (a *api) rootOf(name string) *account {
-	a.t.Helper()
-	root := a.register(name)
-	if err := a.store.GrantAdmin(context.Background(), root.Email); err != nil {
-		a.t.Fatal(err)
-	}
-	return root
-}
-
 // auditEntries reads the whole log through the API as root, newest first.
 func (a *api) auditEntries(root *account) []map[string]any {
 	a.t.Helper()
@@ -97,7 +87,7 @@ func TestAuditLogRecordsTheFlows(t *testing.T) {
 		walk("PATCH", "/api/v1/users/me", access, map[string]string{"password": "a brand new passphrase", "current_password": goodPassword}, 200)
 		walk("POST", "/api/v1/auth/logout", "", map[string]string{"refresh_token": refresh}, 204)
 
-		root := a.rootOf("Root")
+		root := a.platformAdmin("Root")
 		entries := a.auditEntries(root)
 		type want struct{ action, target, actor string }
 		for _, w := range []want{
@@ -154,7 +144,7 @@ func TestAuditLogV2FiltersAndRefusesBadRanges(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		bob := a.register("Bob")
-		root := a.rootOf("Root")
+		root := a.platformAdmin("Root")
 		expect(t, a.call("POST", "/api/v1/org/teams", ada.Access, map[string]string{"name": "Ops"}), 201)
 		expect(t, a.call("POST", "/api/v1/org/teams", bob.Access, map[string]string{"name": "Dev"}), 201)
 		now := a.clock.Now()
@@ -247,7 +237,7 @@ func TestOrgAuditLogIsTheOrganisationsOwn(t *testing.T) {
 func TestAuditExport(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
-		root := a.rootOf("Root")
+		root := a.platformAdmin("Root")
 		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "=cmd|' /C calc'!A0@example.com", "password": "x-not-the-password"}), 401)
 
 		nd := expect(t, a.call("GET", "/api/v1/admin/audit-log-v2?format=ndjson", root.Access, nil), 200)
@@ -286,7 +276,7 @@ func TestAuditExportStreamsInFlatMemory(t *testing.T) {
 	}
 	s := storetest.New(t, store.SQLite)
 	a := newAPI(t, s)
-	root := a.rootOf("Root")
+	root := a.platformAdmin("Root")
 	const n = 100_000
 	ctx := context.Background()
 	for i := range n {

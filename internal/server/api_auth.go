@@ -125,6 +125,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := s.signIn(r.Context(), u)
+	if perch.ErrorCode(err) == perch.EFORBIDDEN { // the account is disabled
+		s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+			Changes: map[string]any{"reason": "account disabled"}})
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/store"
 )
 
 // apiTokenTouchEvery bounds how often a token's last_verified_at is written.
@@ -111,6 +112,11 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 		}
 	default:
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The bearer token is not a Perch access or API token.")
+	}
+	if seen := p.User.LastSeenAt; seen == nil || s.now().Sub(*seen) >= store.SeenEvery {
+		if err := s.store.TouchUser(ctx, p.User.ID); err != nil {
+			return nil, err
+		}
 	}
 	p.User.IsAdmin = s.isAdmin(p.User)
 	return p, nil

@@ -95,6 +95,12 @@ var authzCases = []authzCase{
 	{"PATCH", "/api/v1/admin/features/digest_email", map[string]any{"rollout_percent": 10}, [6]int{401, 403, 403, 403, 403, 200}},
 	{"GET", "/api/v1/admin/metrics/summary", nil, [6]int{401, 403, 403, 403, 403, 200}},
 	{"GET", "/api/v1/admin/metrics?metric=signups", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/users?q=dan&limit=2", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"PATCH", "/api/v1/admin/users/{target}", map[string]bool{"disabled": true}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/orgs?limit=2", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/orgs/{org}", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"PATCH", "/api/v1/admin/orgs/{org}", map[string]string{"status": "active"}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/plans", nil, [6]int{401, 403, 403, 403, 403, 200}},
 	{"GET", "/api/v1/org", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"PATCH", "/api/v1/org", map[string]string{"name": "Renamed"}, [6]int{401, 200, 403, 200, 200, 200}},
 	{"GET", "/api/v1/org/members", nil, [6]int{401, 200, 200, 200, 200, 200}},
@@ -121,7 +127,7 @@ var authzCases = []authzCase{
 
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
-		"{owner}", w.owner.ID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation,
+		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 

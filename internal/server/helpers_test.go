@@ -148,6 +148,17 @@ func (a *api) apiToken(acc *account, label string) (id string) {
 	return res.Data()["token"].(map[string]any)["id"].(string)
 }
 
+// platformAdmin registers name and grants them the platform-admin role, as
+// perch admin grant does.
+func (a *api) platformAdmin(name string) *account {
+	a.t.Helper()
+	acc := a.register(name)
+	if err := a.store.GrantAdmin(a.t.Context(), acc.Email); err != nil {
+		a.t.Fatal(err)
+	}
+	return acc
+}
+
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 // syncWriter lets background goroutines (mail) log while a test reads.

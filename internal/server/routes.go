@@ -102,6 +102,14 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/admin/metrics/summary", s.allowed(perch.PlatformAdmin, s.metricsSummary))
 	m.Handle("GET /api/v1/admin/metrics", s.allowed(perch.PlatformAdmin, s.metricSeries))
 
+	// Administration: users, organisations and plans.
+	m.Handle("GET /api/v1/admin/users", s.allowed(perch.PlatformAdmin, s.adminListUsers))
+	m.Handle("PATCH /api/v1/admin/users/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateUser))
+	m.Handle("GET /api/v1/admin/orgs", s.allowed(perch.PlatformAdmin, s.adminListOrgs))
+	m.Handle("GET /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminGetOrg))
+	m.Handle("PATCH /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateOrg))
+	m.Handle("GET /api/v1/admin/plans", s.allowed(perch.PlatformAdmin, s.adminListPlans))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))

@@ -75,10 +75,11 @@ func (s *Store) DeleteAPIToken(ctx context.Context, userID, id string) error {
 }
 
 const apiTokenPrincipal = `SELECT ` + userColumns + `, ` + apiTokenColumns + `
-	FROM api_tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ? AND k.is_active`
+	FROM api_tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ? AND k.is_active AND u.disabled_at IS NULL`
 
 // APITokenPrincipal returns the owner of an active API token and the token,
-// or EUNAUTHORIZED for an unknown or inactive one.
+// or EUNAUTHORIZED for an unknown or inactive one, or one whose owner is
+// disabled.
 func (s *Store) APITokenPrincipal(ctx context.Context, hash string) (*perch.User, *perch.APIToken, error) {
 	var k perch.APIToken
 	var created int64
@@ -89,7 +90,7 @@ func (s *Store) APITokenPrincipal(ctx context.Context, hash string) (*perch.User
 	}
 	u, err := scanUser(st.QueryRowContext(ctx, hash), &k.ID, &k.UserID, &k.Label, &k.TokenPrefix, &k.IsActive, &created, &verified)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, perch.Errorf(perch.EUNAUTHORIZED, "The API token is invalid or inactive.")
+		return nil, nil, perch.Errorf(perch.EUNAUTHORIZED, "The API token is invalid or inactive, or its account is disabled.")
 	}
 	if err != nil {
 		return nil, nil, err

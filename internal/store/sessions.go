@@ -20,12 +20,26 @@ type SessionTokens struct {
 
 var errBadRefresh = perch.Errorf(perch.EUNAUTHORIZED, "The refresh token is invalid or expired.")
 
+// errDisabled answers the sign-in of a disabled account.
+var errDisabled = perch.Errorf(perch.EFORBIDDEN, "This account is disabled. Ask the administrators of this Perch server to enable it again.")
+
 // CreateSession records a new sign-in of userID with its first token pair and
-// returns the session ID.
+// returns the session ID; the user counts as seen now. A disabled user is
+// errDisabled (EFORBIDDEN): the check and the sign-in are one transaction,
+// so a sign-in cannot slip past a disabling that ends every session.
 func (s *Store) CreateSession(ctx context.Context, userID string, t SessionTokens) (string, error) {
 	id := newID()
 	now := s.now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// On PostgreSQL the update also locks the user's row until the
+		// sign-in commits, which a disabling waits for.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET last_seen_at = ? WHERE id = ? AND disabled_at IS NULL`), ms(now), userID)
+		if err := expectOne(res, err, "User"); err != nil {
+			if perch.ErrorCode(err) == perch.ENOTFOUND {
+				return s.disabledOrMissing(ctx, tx, userID)
+			}
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, user_id, created_at) VALUES (?, ?, ?)`), id, userID, ms(now)); err != nil {
 			return err
 		}
@@ -52,15 +66,16 @@ func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionToke
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var expires int64
 		var used, revoked sql.NullInt64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT t.session_id, t.expires_at, t.used_at, s.revoked_at, s.user_id
-			FROM session_tokens t JOIN sessions s ON s.id = t.session_id
-			WHERE t.hash = ? AND t.kind = 'refresh'`), oldHash).Scan(&sessionID, &expires, &used, &revoked, &userID)
+		var disabled bool
+		err := tx.QueryRowContext(ctx, s.q(`SELECT t.session_id, t.expires_at, t.used_at, s.revoked_at, s.user_id, u.disabled_at IS NOT NULL
+			FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
+			WHERE t.hash = ? AND t.kind = 'refresh'`), oldHash).Scan(&sessionID, &expires, &used, &revoked, &userID, &disabled)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return errBadRefresh
 		case err != nil:
 			return err
-		case revoked.Valid:
+		case revoked.Valid, disabled:
 			return errBadRefresh
 		case used.Valid:
 			reused = true
@@ -72,6 +87,9 @@ func (s *Store) RotateRefresh(ctx context.Context, oldHash string, t SessionToke
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE session_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`), ms(now), oldHash)
 		if err := expectOne(res, err, "Refresh token"); err != nil {
 			return errBadRefresh
+		}
+		if err := s.seen(ctx, tx, userID, now); err != nil {
+			return err
 		}
 		return s.insertTokens(ctx, tx, sessionID, t, now)
 	})
@@ -106,10 +124,11 @@ func (s *Store) revokeSessions(ctx context.Context, tx *sql.Tx, userID, keep str
 
 const accessPrincipal = `SELECT ` + userColumns + `, t.session_id, t.expires_at
 	FROM session_tokens t JOIN sessions s ON s.id = t.session_id JOIN users u ON u.id = s.user_id
-	WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL`
+	WHERE t.hash = ? AND t.kind = 'access' AND t.expires_at > ? AND s.revoked_at IS NULL AND u.disabled_at IS NULL`
 
 // AccessPrincipal returns the user, session and expiry of a live access
-// token, or EUNAUTHORIZED when it is unknown, expired or its session revoked.
+// token, or EUNAUTHORIZED when it is unknown, expired or its session revoked,
+// or its user disabled.
 func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.Principal, error) {
 	p := &perch.Principal{}
 	var expires int64

@@ -11,16 +11,17 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-const userColumns = `u.id, u.email, u.name, u.email_verified, u.org_id, u.org_role, u.is_admin, u.created_at, u.updated_at`
+const userColumns = `u.id, u.email, u.name, u.email_verified, u.org_id, u.org_role, u.is_admin, u.created_at, u.updated_at, u.last_seen_at`
 
 func scanUser(row interface{ Scan(...any) error }, extra ...any) (*perch.User, error) {
 	var u perch.User
 	var created, updated int64
-	dest := append([]any{&u.ID, &u.Email, &u.Name, &u.EmailVerified, &u.OrgID, &u.OrgRole, &u.IsAdmin, &created, &updated}, extra...)
+	var seen sql.NullInt64
+	dest := append([]any{&u.ID, &u.Email, &u.Name, &u.EmailVerified, &u.OrgID, &u.OrgRole, &u.IsAdmin, &created, &updated, &seen}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
+	u.CreatedAt, u.UpdatedAt, u.LastSeenAt = fromMS(created), fromMS(updated), fromNullMS(seen)
 	return &u, nil
 }
 

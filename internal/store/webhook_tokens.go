@@ -67,7 +67,7 @@ func (s *Store) DeleteWebhookToken(ctx context.Context, userID, id string) error
 
 const webhookTokenByHash = `SELECT ` + webhookTokenColumns + ` FROM webhook_tokens w
 	JOIN users u ON u.id = w.user_id
-	WHERE w.hash = ? AND (w.scope = 'user'
+	WHERE w.hash = ? AND u.disabled_at IS NULL AND (w.scope = 'user'
 		OR (u.org_id = w.org_id AND u.org_role IN ('owner', 'admin'))
 		OR (w.scope = 'team' AND u.org_id = w.org_id
 			AND EXISTS (SELECT 1 FROM team_members tm WHERE tm.team_id = w.team_id AND tm.user_id = w.user_id)))`
@@ -76,7 +76,8 @@ const webhookTokenByHash = `SELECT ` + webhookTokenColumns + ` FROM webhook_toke
 // creator could still make it: for an organisation token, an owner or admin
 // of that organisation; for a team token, a member of the team or an owner or
 // admin of its organisation. Otherwise, as for an unknown or deleted token,
-// EUNAUTHORIZED: a member who leaves takes their grants along.
+// EUNAUTHORIZED: a member who leaves takes their grants along, and a
+// disabled user's tokens stop until they are enabled again.
 func (s *Store) WebhookTokenByHash(ctx context.Context, hash string) (*perch.WebhookToken, error) {
 	st, err := s.prepared(ctx, s.r, webhookTokenByHash)
 	if err != nil {

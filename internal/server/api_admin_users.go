@@ -1,0 +1,108 @@
+package server
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/perch-dev/perch"
+)
+
+// maxSearch is the longest ?q= the admin lists take.
+const maxSearch = 200
+
+// searchOf reads ?q=, the text an admin list is searched for: single-line
+// text of at most maxSearch characters, else a bad request.
+func searchOf(r *http.Request) (string, error) {
+	q := r.URL.Query().Get("q")
+	problem := perch.TextProblem(q, perch.SingleLine)
+	if problem == "" && utf8.RuneCountInString(q) > maxSearch {
+		problem = "must be at most 200 characters"
+	}
+	if problem != "" {
+		return "", &perch.Error{Code: perch.EBADREQUEST, Message: "The search (q) " + problem + ".", Fields: map[string]string{"q": problem}}
+	}
+	return q, nil
+}
+
+// listedAdmins are the addresses of PERCH_ADMIN_EMAILS, normalized.
+func (s *Server) listedAdmins() []string { return slices.Sorted(maps.Keys(s.admins)) }
+
+// adminView completes u for an admin: platform_admin counts
+// PERCH_ADMIN_EMAILS as well as the grant, as isAdmin does.
+func (s *Server) adminView(u *perch.AdminUser) *perch.AdminUser {
+	u.PlatformAdmin = s.isAdmin(&perch.User{Email: u.Email, EmailVerified: u.EmailVerified, IsAdmin: u.Granted})
+	return u
+}
+
+// adminListUsers serves GET /api/v1/admin/users: every user, newest first,
+// searched by ?q= and paged.
+func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
+	}
+	q, err := searchOf(r)
+	if err != nil {
+		return err
+	}
+	users, next, err := s.store.Users(r.Context(), q, page)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		s.adminView(u)
+	}
+	return respondPage(w, users, next)
+}
+
+// adminUpdateUser serves PATCH /api/v1/admin/users/{id}: disable or enable
+// an account, or grant or withdraw the platform-admin role. Disabling ends
+// every sign-in, API token and WebSocket of the user at once, on every
+// instance.
+func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Disabled      *bool `json:"disabled"`
+		PlatformAdmin *bool `json:"platform_admin"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	ctx, id := r.Context(), r.PathValue("id")
+	if in.Disabled != nil && *in.Disabled && id == principal(r).User.ID {
+		return perch.Errorf(perch.ECONFLICT, "You cannot disable your own account; another platform admin can.")
+	}
+	if in.PlatformAdmin != nil && !*in.PlatformAdmin {
+		target, err := s.store.AdminUser(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s.admins[perch.NormalizeEmail(target.Email)] {
+			return perch.Errorf(perch.ECONFLICT, "%s is listed in PERCH_ADMIN_EMAILS, which makes it a platform admin whatever is granted here; take it out of that setting to remove the role.", target.Email)
+		}
+	}
+	c, err := s.store.UpdateUserAsAdmin(ctx, id, perch.AdminUserUpdate{Disabled: in.Disabled, PlatformAdmin: in.PlatformAdmin}, s.listedAdmins())
+	if err != nil {
+		return err
+	}
+	before, after := c.Before, c.After
+	if after.Disabled && (!before.Disabled || len(c.Sessions) > 0) {
+		s.revoked(ctx, id, c.Sessions, c.APITokens)
+	}
+	if before.Disabled != after.Disabled {
+		s.tokensChanged(ctx) // the webhook tokens they made stop, or work again
+	}
+	changes := map[string]any{}
+	if before.Disabled != after.Disabled {
+		changes["disabled"] = after.Disabled
+	}
+	if before.Granted != after.Granted {
+		changes["platform_admin"] = after.Granted
+	}
+	if len(changes) > 0 {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditAdminUserUpdated, Target: perch.AuditTarget{Type: "user", ID: id},
+			OrgID: after.OrgID, Changes: changes})
+	}
+	return respond(w, http.StatusOK, s.adminView(after))
+}
