@@ -67,7 +67,7 @@ func (p *page) lacks(t *testing.T, texts ...string) *page {
 
 func TestAdminNavigationIsForPlatformAdminsOnly(t *testing.T) {
 	a := newSite(t, storetest.New(t, store.SQLite))
-	_, admin := platformAdmin(t, a, "Root")
+	_, admin := platformAdmin(t, a, "Ops")
 	a.register("Bob")
 	bob := signedIn(t, a, "Bob")
 	admin.get("/profile").expect(t, 200, "").contains(t, `<a href="/admin">Admin</a>`)
@@ -79,7 +79,7 @@ func TestAdminNavigationIsForPlatformAdminsOnly(t *testing.T) {
 func TestAdminAuditLog(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
-		_, admin := platformAdmin(t, a, "Root")
+		_, admin := platformAdmin(t, a, "Ops")
 		bobAcct := a.register("Bob")
 		bob := signedIn(t, a, "Bob")
 		expect(t, a.call("POST", "/api/v1/org/teams", bobAcct.Access, map[string]string{"name": "On call"}), 201)
@@ -94,7 +94,7 @@ func TestAdminAuditLog(t *testing.T) {
 		admin.get("/admin/audit?action=org.team.").expect(t, 200, "").
 			contains(t, "<code>org.team.created</code>", `value="org.team."`).lacks(t, "<code>auth.registered</code>")
 		admin.get("/admin/audit?org_id="+url.QueryEscape(bobAcct.OrgID)).expect(t, 200, "").
-			contains(t, "<code>org.team.created</code>", "</span> "+bobAcct.Email+"</td>").lacks(t, "</span> "+emailFor("Root")+"</td>")
+			contains(t, "<code>org.team.created</code>", "</span> "+bobAcct.Email+"</td>").lacks(t, "</span> "+emailFor("Ops")+"</td>")
 
 		// A range typed into datetime-local fields (UTC): one that ends
 		// before anything happened shows nothing, one around now everything.
@@ -158,7 +158,7 @@ func TestAdminAuditLog(t *testing.T) {
 func TestAdminFeatures(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
-		_, admin := platformAdmin(t, a, "Root")
+		_, admin := platformAdmin(t, a, "Ops")
 		bobAcct := a.register("Bob")
 		bob := signedIn(t, a, "Bob")
 		refused(t, bob, "GET", "/admin/features", nil)
@@ -213,7 +213,7 @@ func TestAdminFeatures(t *testing.T) {
 func TestAdminOverview(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
-		_, admin := platformAdmin(t, a, "Root")
+		_, admin := platformAdmin(t, a, "Ops")
 		a.register("Bob")
 		bob := signedIn(t, a, "Bob")
 		refused(t, bob, "GET", "/admin", nil)
@@ -231,5 +231,103 @@ func TestAdminOverview(t *testing.T) {
 		admin.get("/admin?range=24h").expect(t, 200, "").contains(t, "Over the last 24 hours", `<strong>Sign-ups per hour</strong> <span class="muted">2 in all</span>`)
 		// A range it does not offer is the default.
 		admin.get("/admin?range=5y").expect(t, 200, "").contains(t, "Over the last 7 days")
+	})
+}
+
+func TestAdminUsers(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		opsAcct, admin := platformAdmin(t, a, "Ops")
+		bobAcct := a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		a.register("Carol")
+		refused(t, bob, "GET", "/admin/users", nil)
+		refused(t, bob, "POST", "/admin/users/"+opsAcct.ID, url.Values{"action": {"disable"}})
+
+		p := admin.get("/admin/users").expect(t, 200, "")
+		p.contains(t, "<h1>Users</h1>", `aria-current="page">Users</a>`, "<strong>Ops</strong> <span class=\"muted\">(you)</span>",
+			`<span class="muted">`+bobAcct.Email+`</span>`, `<span class="muted">carol@example.com</span>`, `<span class="badge">Platform admin</span>`)
+		// No Disable button for oneself.
+		if strings.Contains(p.Body, `aria-label="Disable `+opsAcct.Email+`"`) || !strings.Contains(p.Body, `aria-label="Disable `+bobAcct.Email+`"`) {
+			t.Error("the Disable buttons are wrong")
+		}
+		// Search, and paging that keeps it.
+		admin.get("/admin/users?q=bob").expect(t, 200, "").contains(t, `value="bob"`, `<span class="muted">`+bobAcct.Email+`</span>`).
+			lacks(t, `<span class="muted">carol@example.com</span>`)
+		admin.get("/admin/users?q=nobody-here").expect(t, 200, "").contains(t, "No one found")
+		first := admin.get("/admin/users?limit=2").expect(t, 200, "")
+		next := first.link(t, "Next page")
+		admin.get(next).expect(t, 200, "").contains(t, "<strong>Ops</strong>").lacks(t, "<strong>Carol</strong>")
+
+		// Disable Bob: his sessions end at once; the list comes back as it was.
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"disable"}, "back": {"/admin/users?q=bob"}}).expect(t, 303, "/admin/users?q=bob")
+		admin.get("/admin/users?q=bob").expect(t, 200, "").contains(t, "Bob is disabled: every sign-in", `<span class="badge off">Disabled</span>`,
+			`aria-label="Enable `+bobAcct.Email+`"`)
+		expect(t, a.call("GET", "/api/v1/users/me", bobAcct.Access, nil), 401)
+		bob.get("/profile").expect(t, 200, "").contains(t, "data-submit-at-once") // its renewal is refused
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"enable"}, "back": {"/admin/users"}}).expect(t, 303, "/admin/users")
+		admin.get("/admin/users").expect(t, 200, "").contains(t, "Bob is enabled again and may sign in.")
+		bob = signedIn(t, a, "Bob")
+
+		// Platform admin, granted and taken away.
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"grant"}, "back": {"/admin/users"}}).expect(t, 303, "/admin/users")
+		admin.get("/admin/users").expect(t, 200, "").contains(t, "Bob is a platform admin.")
+		bob.get("/admin/users").expect(t, 200, "")
+		bob.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"revoke"}}).expect(t, 303, "/admin/users")
+		refused(t, bob, "GET", "/admin/users", nil)
+
+		// Refusals are the list's error: the last platform admin, and one's
+		// own account.
+		admin.post("/admin/users/"+opsAcct.ID, url.Values{"action": {"revoke"}, "back": {"/admin/users?q=ops"}}).expect(t, 409, "").
+			contains(t, `role="alert">This is the last platform admin: make someone else a platform admin first.`, `value="ops"`, "<strong>Ops</strong>")
+		admin.post("/admin/users/"+opsAcct.ID, url.Values{"action": {"disable"}}).expect(t, 409, "").
+			contains(t, "You cannot disable your own account")
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"explode"}}).expect(t, 400, "").contains(t, "Choose one of the buttons")
+		// Only the Users page is gone back to.
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"enable"}, "back": {"//evil.example/admin/users"}}).expect(t, 303, "/admin/users")
+		admin.post("/admin/users/"+bobAcct.ID, url.Values{"action": {"enable"}, "back": {"/org"}}).expect(t, 303, "/admin/users")
+
+		admin.get("/admin/audit?action=admin.user.").expect(t, 200, "").contains(t, "<code>admin.user.updated</code>", "disabled: true", "platform_admin: false")
+	})
+}
+
+func TestAdminOrganisations(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s)
+		_, admin := platformAdmin(t, a, "Ops")
+		bobAcct := a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		orgPath := "/admin/orgs/" + bobAcct.OrgID
+		refused(t, bob, "GET", "/admin/orgs", nil)
+		refused(t, bob, "GET", orgPath, nil)
+		refused(t, bob, "POST", orgPath, url.Values{"plan": {"team"}, "status": {"active"}})
+
+		p := admin.get("/admin/orgs").expect(t, 200, "")
+		p.contains(t, "<h1>Organisations</h1>", `aria-current="page">Organisations</a>`, "<strong>Solo</strong>", "<strong>Enterprise</strong>",
+			`<a href="`+orgPath+`"><strong>Bob&#39;s organisation</strong></a>`, "<strong>Ops&#39;s organisation</strong>")
+		admin.get("/admin/orgs?q=bob").expect(t, 200, "").contains(t, `<a href="`+orgPath+`">`).lacks(t, "<strong>Ops&#39;s organisation</strong>")
+		admin.get("/admin/orgs?limit=1").expect(t, 200, "").link(t, "Next page")
+
+		admin.get(orgPath).expect(t, 200, "").contains(t, "<h1>Bob&#39;s organisation</h1>", "<strong>Bob</strong> <span class=\"muted\">"+bobAcct.Email,
+			`href="/admin/audit?org_id=`+bobAcct.OrgID+`"`, `<option value="solo">Solo`)
+
+		// A plan, a status and a trial's end, in UTC.
+		admin.post(orgPath, url.Values{"plan": {"enterprise"}, "status": {"active"}, "trial_ends_at": {"2026-12-24T18:30"}, "trial_was": {""}}).expect(t, 303, orgPath)
+		admin.get(orgPath).expect(t, 200, "").contains(t, "Bob&#39;s organisation is saved: the enterprise plan, active.", `<option value="enterprise" selected>`,
+			`<option value="active" selected>`, `value="2026-12-24T18:30"`, `<time datetime="2026-12-24T18:30:00Z">`)
+		org := expect(t, a.call("GET", "/api/v1/org", bobAcct.Access, nil), 200).Data()
+		if org["plan"] != "enterprise" {
+			t.Fatalf("Bob's organisation is on %v", org["plan"])
+		}
+		// Refused: the problem by its field, what was chosen kept.
+		admin.post(orgPath, url.Values{"plan": {"gold"}, "status": {"past_due"}, "trial_ends_at": {"2026-12-24T18:30"}, "trial_was": {"2026-12-24T18:30"}}).
+			expect(t, 422, "").contains(t, `<div class="problem">must be one of solo, team, enterprise</div>`, `<option value="past_due" selected>`)
+		// Emptied, the trial's end is cleared.
+		admin.post(orgPath, url.Values{"plan": {"enterprise"}, "status": {"past_due"}, "trial_ends_at": {""}, "trial_was": {"2026-12-24T18:30"}}).expect(t, 303, orgPath)
+		admin.get(orgPath).expect(t, 200, "").contains(t, "the enterprise plan, past due.", `name="trial_ends_at" type="datetime-local" value=""`)
+		admin.get("/admin/orgs/no-such-org").expect(t, 404, "")
+
+		admin.get("/admin/audit?action=admin.org.").expect(t, 200, "").
+			contains(t, "<code>admin.org.updated</code>", "plan: team → enterprise", "status: trialing → active", "status: active → past_due", "→ 2026-12-24T18:30:00Z")
 	})
 }

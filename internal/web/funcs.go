@@ -69,7 +69,15 @@ var funcs = template.FuncMap{
 		return strconv.Itoa(n) + " " + many
 	},
 	// thousands writes a count with commas: 12,345.
-	"thousands": thousands,
+	"thousands": func(v any) string {
+		switch v := v.(type) {
+		case int:
+			return thousands(int64(v))
+		case int64:
+			return thousands(v)
+		}
+		return fmt.Sprint(v)
+	},
 	// money writes an amount of US dollars: $1,234.50.
 	"money": func(v float64) string {
 		cents := int64(math.Round(v * 100))

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"net/http"
+	"errors"
 	"net/url"
 	"strings"
 	"time"
@@ -24,21 +24,18 @@ type pager struct {
 	First string // the first page's address; "" on the first page
 }
 
-// pagerOf is the pager of the list r shows, whose next page starts at next:
+// pagerOf is the pager of the list at u, whose next page starts at next:
 // the same address with the cursor changed, so filters and searches stay.
-func pagerOf(r *http.Request, next string) pager {
+func pagerOf(u *url.URL, next string) pager {
 	var p pager
-	q := r.URL.Query()
+	q := u.Query()
 	if next != "" {
 		q.Set("cursor", next)
-		p.Next = r.URL.Path + "?" + q.Encode()
+		p.Next = withQuery(u.Path, q)
 	}
-	if r.URL.Query().Get("cursor") != "" {
+	if u.Query().Get("cursor") != "" {
 		q.Del("cursor")
-		p.First = r.URL.Path
-		if len(q) > 0 {
-			p.First += "?" + q.Encode()
-		}
+		p.First = withQuery(u.Path, q)
 	}
 	return p
 }
@@ -111,4 +108,13 @@ func failed(err error) bool {
 		return true
 	}
 	return false
+}
+
+// fieldsOf are the per-field problems of a refusal, if it has any.
+func fieldsOf(err error) map[string]string {
+	var pe *perch.Error
+	if errors.As(err, &pe) {
+		return pe.Fields
+	}
+	return nil
 }

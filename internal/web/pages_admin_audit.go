@@ -61,7 +61,7 @@ func (d *Dashboard) AdminAudit(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	data.Pager = pagerOf(r, next)
+	data.Pager = pagerOf(r.URL, next)
 	return c.page("admin_audit", v)
 }
 

@@ -50,6 +50,11 @@ func (d *Dashboard) routes() {
 
 	// The Admin section, for platform admins (pages_admin*.go).
 	m.Handle("GET /admin", d.Private(d.AdminOverview))
+	m.Handle("GET /admin/users", d.Private(d.AdminUsers))
+	m.Handle("POST /admin/users/{id}", d.Private(d.AdminUpdateUser))
+	m.Handle("GET /admin/orgs", d.Private(d.AdminOrgs))
+	m.Handle("GET /admin/orgs/{id}", d.Private(d.AdminOrg))
+	m.Handle("POST /admin/orgs/{id}", d.Private(d.AdminUpdateOrg))
 	m.Handle("GET /admin/features", d.Private(d.AdminFeatures))
 	m.Handle("POST /admin/features/{key}", d.Private(d.AdminUpdateFeature))
 	m.Handle("POST /admin/features/{key}/overrides", d.Private(d.AdminSetOverride))
