@@ -89,6 +89,15 @@ var funcs = template.FuncMap{
 	},
 	// breakdown is a map of counts as rows, by name.
 	"breakdown": breakdown,
+	// dotted lets a dotted name (an audit action) break after its dots,
+	// and nowhere else.
+	"dotted": func(s string) template.HTML {
+		parts := strings.Split(s, ".")
+		for i, p := range parts {
+			parts[i] = template.HTMLEscapeString(p)
+		}
+		return template.HTML(strings.Join(parts, ".<wbr>"))
+	},
 	// changes are an audit entry's changes, one line each.
 	"changes": auditChanges,
 	"deref": func(s *string) string {

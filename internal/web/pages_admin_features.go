@@ -39,12 +39,12 @@ func (d *Dashboard) AdminFeatures(w http.ResponseWriter, r *http.Request, c *cal
 }
 
 // changeFeature sends a change of the flag key from its form (see
-// featuresData.Form) and comes back to its place on the page; a refusal is
-// shown on the page, by the form.
+// featuresData.Form) and comes back to the page, at its top, where the
+// message is; a refusal is shown on the page, by the form.
 func (c *call) changeFeature(key, form string, in map[string]any, done string) error {
 	err := c.do(http.MethodPatch, "/api/v1/admin/features/"+url.PathEscape(key), in, nil)
 	if err == nil {
-		return c.redirect("/admin/features#flag-"+url.PathEscape(key), done)
+		return c.redirect("/admin/features", done)
 	}
 	if failed(err) || perch.ErrorCode(err) == perch.EFORBIDDEN || perch.ErrorCode(err) == perch.ENOTFOUND {
 		return err
