@@ -131,7 +131,8 @@ func RedactChanges(changes map[string]any) map[string]any {
 	out := make(map[string]any, len(changes))
 	for k, v := range changes {
 		if secretKey(k) {
-			if v != nil && v != false && v != "" {
+			// A flag (password_changed: true) says whether, never what.
+			if _, flag := v.(bool); !flag && v != nil && v != "" {
 				v = Redacted
 			}
 			out[k] = v

@@ -102,6 +102,8 @@ const (
 	EmailChange        = "email_change"
 	EmailPasswordReset = "password_reset"
 	EmailInvitation    = "invitation"
+	EmailTest          = "email_test" // an admin's check of the e-mail settings
+	EmailNewsletter    = "newsletter"
 )
 
 // Invitation is an offer to join an organisation, mailed as a link.

@@ -24,7 +24,8 @@ type User struct {
 	EmailVerified bool      `json:"email_verified"`
 	OrgID         string    `json:"org_id"`
 	OrgRole       string    `json:"org_role"`
-	IsAdmin       bool      `json:"is_admin"` // platform admin: granted in the store or listed in PERCH_ADMIN_EMAILS
+	IsAdmin       bool      `json:"is_admin"`   // platform admin: granted in the store or listed in PERCH_ADMIN_EMAILS
+	Newsletter    bool      `json:"newsletter"` // takes the newsletter (opted in; off by default)
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 

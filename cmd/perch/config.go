@@ -15,6 +15,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/secrets"
 )
 
 // config is the server's configuration (DESIGN.md §3).
@@ -38,6 +39,7 @@ type config struct {
 	PagerDutySecret    string
 	SMTPURL            string
 	MailFrom           string
+	SecretKey          []byte // nil: none given (SQLite then keeps perch.key beside the database)
 	Retention          time.Duration
 	AuditRetention     time.Duration
 	LogFormat          string
@@ -224,6 +226,14 @@ var settings = []setting{
 		c.MailFrom = v
 		return nil
 	}},
+	{"secret-key", "", "key that encrypts secrets kept in the database (the SMTP password): 32 random bytes in base64 or hex, e.g. from openssl rand -base64 32 (unset: on SQLite a key file perch.key beside the database; on PostgreSQL such secrets cannot be stored)", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		key, err := secrets.ParseKey(v)
+		c.SecretKey = key
+		return err
+	}},
 	{"retention", "720h", "how long notifications are kept, e.g. 720h (30 days)", func(c *config, v string) (err error) {
 		c.Retention, err = time.ParseDuration(v)
 		if err != nil || c.Retention < time.Hour {
@@ -254,6 +264,10 @@ var settings = []setting{
 		return fmt.Errorf("want debug, info, warn or error")
 	}},
 }
+
+// hiddenSettings are the settings whose values an error never repeats:
+// they are keys.
+var hiddenSettings = map[string]bool{"secret-key": true}
 
 func splitList(v string) []string {
 	var out []string
@@ -297,7 +311,11 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			v, from = *flags[s.flag], "--"+s.flag
 		}
 		if err := s.set(c, strings.TrimSpace(v)); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
+			shown := strconv.Quote(v)
+			if hiddenSettings[s.flag] {
+				shown = "(not shown)"
+			}
+			errs = append(errs, fmt.Errorf("%s=%s: %w", from, shown, err))
 		}
 	}
 	if len(errs) > 0 {

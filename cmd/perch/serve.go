@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/web"
@@ -71,10 +73,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer st.Close()
 
-	mailer, err := newMailer(c, st, logger)
+	box, err := openSecrets(c, st, logger)
 	if err != nil {
 		return err
 	}
+	mailSettings, err := newMailSettings(c, st, box, logger)
+	if err != nil {
+		return err
+	}
+	mailer := mail.NewMailer(mailSettings.Source, st, logger)
 
 	// Events: the hub hears everything fan-out carries; the writer stores and
 	// publishes. Both outlive the HTTP server's drain, which still needs them.
@@ -94,6 +101,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Store:          st,
 		Logger:         logger,
 		Mailer:         mailer,
+		MailSettings:   mailSettings,
+		Secrets:        box,
 		Limiter:        limiter,
 		BaseURL:        c.BaseURL,
 		Region:         c.Region,
@@ -128,8 +137,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// The dashboard beside the API: it calls the API in-process, and one
 	// outer middleware logs and counts each request once.
+	// Whether mail waits in the outbox can change while Perch runs: an admin
+	// may store e-mail settings.
+	outboxNow := func(ctx context.Context) bool {
+		_, ok, err := mailSettings.Source(ctx)
+		return !ok && err == nil
+	}
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions,
-		MailOutbox: c.SMTPURL == "", AnonymousBroadcast: c.AnonymousBroadcast,
+		MailOutbox: c.SMTPURL == "", MailOutboxNow: outboxNow, AnonymousBroadcast: c.AnonymousBroadcast,
 		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != ""})
 	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
@@ -200,12 +215,12 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// newMailer sends through PERCH_SMTP_URL when it is set, and keeps mail in
-// the outbox table (and the log) otherwise.
-func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, error) {
+// newMailSettings are where mail goes: an admin's settings stored in the
+// database, over PERCH_SMTP_URL, over the outbox table (and the log).
+func newMailSettings(c *config, st *store.Store, box *secrets.Box, logger *slog.Logger) (*server.MailSettings, error) {
 	if c.SMTPURL == "" {
-		logger.Info("no PERCH_SMTP_URL: mail is logged and kept in the outbox")
-		return mail.NewMailer(nil, st, logger), nil
+		logger.Info("no PERCH_SMTP_URL: mail is logged and kept in the outbox, unless an admin stores e-mail settings")
+		return server.NewMailSettings(st, box, nil), nil
 	}
 	cfg, err := mail.ParseURL(c.SMTPURL)
 	if err != nil {
@@ -215,7 +230,32 @@ func newMailer(c *config, st *store.Store, logger *slog.Logger) (*mail.Mailer, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mail settings: %s", perch.ErrorMessage(err))
 	}
-	return mail.NewMailer(mail.StaticSource(cfg, true), st, logger), nil
+	return server.NewMailSettings(st, box, &cfg), nil
+}
+
+// openSecrets returns what seals the secrets kept in the database: under
+// PERCH_SECRET_KEY, or on SQLite under the key file beside the database,
+// made on the first start. On PostgreSQL without the key it is nil: storing
+// a secret is then refused with a message naming the setting.
+func openSecrets(c *config, st *store.Store, logger *slog.Logger) (*secrets.Box, error) {
+	key := c.SecretKey
+	if key == nil {
+		if st.Dialect() != store.SQLite {
+			logger.Warn("no PERCH_SECRET_KEY: secrets such as the SMTP password cannot be stored in the database, nor the newsletter sent; " +
+				"set it to 32 random bytes in base64, e.g. from openssl rand -base64 32")
+			return nil, nil
+		}
+		path := filepath.Join(filepath.Dir(st.Path()), secrets.KeyFileName)
+		var created bool
+		var err error
+		if key, created, err = secrets.LoadOrCreateKeyFile(path); err != nil {
+			return nil, fmt.Errorf("secret key (PERCH_SECRET_KEY unset): %w", err)
+		}
+		if created {
+			logger.Info("made a key for the secrets kept in the database; back it up with the database", "path", path)
+		}
+	}
+	return secrets.New(key)
 }
 
 // prune deletes expired sign-in tokens, and notifications and audit entries

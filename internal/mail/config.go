@@ -25,6 +25,10 @@ const (
 	TLSStartTLS
 	// TLSImplicit speaks TLS from the first byte (smtps://).
 	TLSImplicit
+	// TLSNone never encrypts, even when the server offers STARTTLS: for a
+	// relay whose certificate cannot be verified (an admin's "tls: none").
+	// As with TLSOpportunistic, credentials go only to localhost.
+	TLSNone
 )
 
 // Default ports: submission (RFC 6409) and submissions (RFC 8314).
@@ -116,7 +120,7 @@ func (c Config) Validate() error {
 		return invalid("The SMTP host is missing.")
 	case c.Port < 1 || c.Port > 65535:
 		return invalid("The SMTP port %d is not a number from 1 to 65535.", c.Port)
-	case c.TLS < TLSOpportunistic || c.TLS > TLSImplicit:
+	case c.TLS < TLSOpportunistic || c.TLS > TLSNone:
 		return invalid("The SMTP TLS mode %d is unknown.", c.TLS)
 	case c.From == "":
 		return invalid("A From address (PERCH_MAIL_FROM) is required to send e-mail over SMTP.")

@@ -1,5 +1,5 @@
-// Package mail sends Perch's transactional e-mail: address verification,
-// password resets and invitations.
+// Package mail sends Perch's e-mail: address verification, password
+// resets, invitations, the admins' test message and the newsletter.
 //
 // Messages are rendered from embedded templates (see templates.go) and handed
 // to a [Sender]. [SMTP] delivers them through a mail server; [Outbox] logs
@@ -25,6 +25,10 @@ type Message struct {
 	// Link is the action link the message carries. It is kept apart from the
 	// bodies so that the outbox can show and log it without parsing them.
 	Link string
+	// Unsubscribe is the one-click unsubscribe URL of mail sent to a list
+	// (the newsletter), sent as List-Unsubscribe with List-Unsubscribe-Post
+	// (RFC 8058); "" for transactional mail.
+	Unsubscribe string
 }
 
 // Sender delivers messages. Implementations are safe for concurrent use.

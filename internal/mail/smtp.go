@@ -36,12 +36,19 @@ func NewSMTP(cfg Config) (*SMTP, error) {
 // part. It gives up when ctx is done: cancelling ctx closes the connection.
 // Errors name the server but never the password.
 func (s *SMTP) Send(ctx context.Context, m Message) error {
+	_, err := s.Deliver(ctx, m)
+	return err
+}
+
+// Deliver is Send that also returns the server's reply to the message
+// (such as "2.0.0 Ok: queued as 4F2A"), for the admin's test send.
+func (s *SMTP) Deliver(ctx context.Context, m Message) (reply string, err error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("mail: send %s to %s: %w", m.Kind, m.To, err)
+		return "", fmt.Errorf("mail: send %s to %s: %w", m.Kind, m.To, err)
 	}
 	msg, err := s.message(m)
 	if err != nil {
-		return err
+		return "", err
 	}
 
 	// go-mail dials through d, which also remembers the socket so that it is
@@ -52,7 +59,7 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 
 	client, err := gomail.NewClient(s.cfg.Host, s.options(d)...)
 	if err != nil {
-		return fmt.Errorf("mail: SMTP client for %s: %w", s.cfg.addr(), err)
+		return "", fmt.Errorf("mail: SMTP client for %s: %w", s.cfg.addr(), err)
 	}
 	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
 		// A socket closed by cancellation surfaces as a network error;
@@ -60,9 +67,9 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
-		return fmt.Errorf("mail: send %s to %s via %s: %w", m.Kind, m.To, s.cfg.addr(), err)
+		return "", fmt.Errorf("mail: send %s to %s via %s: %w", m.Kind, m.To, s.cfg.addr(), err)
 	}
-	return nil
+	return msg.ServerResponse(), nil
 }
 
 func (s *SMTP) options(d *dialer) []gomail.Option {
@@ -78,6 +85,8 @@ func (s *SMTP) options(d *dialer) []gomail.Option {
 	case TLSImplicit:
 		// The dialer already wrapped the connection in TLS; STARTTLS on top
 		// of it would be an error.
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	case TLSNone:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	default:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
@@ -110,6 +119,12 @@ func (s *SMTP) message(m Message) (*gomail.Msg, error) {
 	msg.SetMessageIDWithValue(messageID(s.cfg.From))
 	// RFC 3834: tells autoresponders not to answer.
 	msg.SetGenHeader("Auto-Submitted", "auto-generated")
+	if m.Unsubscribe != "" {
+		// RFC 8058: a mail client offers its own unsubscribe button, which
+		// POSTs List-Unsubscribe=One-Click to the URL.
+		msg.SetListUnsubscribe(m.Unsubscribe)
+		msg.SetListUnsubscribePost()
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	if m.HTML != "" {
 		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)

@@ -225,3 +225,58 @@ func TestNewSMTPRejectsIncompleteConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestSMTPWithoutTLSNeverUpgrades(t *testing.T) {
+	serverTLS, _ := newCert(t)
+	startTLS := startServer(t, serverOptions{startTLS: serverTLS})
+	cfg := mustParse(t, startTLS.URL("smtp", testUser, testPass))
+	cfg.TLS = TLSNone
+	// The certificate is not trusted: an upgrade would fail the send.
+	if err := send(t, cfg, PasswordReset("ada@example.org", "Ada", "https://perch.example.com/reset/x")); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	got := startTLS.Received()
+	if len(got) != 1 || got[0].TLS || got[0].User != testUser {
+		t.Fatalf("received %d messages (TLS %v), want one in the clear, signed in", len(got), len(got) > 0 && got[0].TLS)
+	}
+}
+
+func TestSMTPDeliverAnswersTheServersReply(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	s, err := NewSMTP(mustParse(t, ts.URL("smtp", testUser, testPass)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := s.Deliver(t.Context(), TestMessage("ada@example.org", "Root", "https://perch.example.com"))
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if reply == "" {
+		t.Error("Deliver answered no reply")
+	}
+}
+
+func TestSMTPSendsOneClickUnsubscribe(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	unsubscribe := "https://perch.example.com/api/v1/newsletter/unsubscribe?token=abc.def"
+	m := Newsletter("ada@example.org", "Spring news", "Hello", "https://perch.example.com/newsletter/unsubscribe?token=abc.def", unsubscribe)
+	if err := send(t, mustParse(t, ts.URL("smtp", testUser, testPass)), m); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	p := parse(t, ts.Received()[0].Data)
+	if got := p.Header.Get("List-Unsubscribe"); got != "<"+unsubscribe+">" {
+		t.Errorf("List-Unsubscribe = %q, want <%s>", got, unsubscribe)
+	}
+	if got := p.Header.Get("List-Unsubscribe-Post"); got != "List-Unsubscribe=One-Click" {
+		t.Errorf("List-Unsubscribe-Post = %q", got)
+	}
+
+	// Transactional mail carries neither.
+	if err := send(t, mustParse(t, ts.URL("smtp", testUser, testPass)), VerifyEmail("ada@example.org", "Ada", "https://x.test/v")); err != nil {
+		t.Fatal(err)
+	}
+	p = parse(t, ts.Received()[1].Data)
+	if p.Header.Get("List-Unsubscribe") != "" || p.Header.Get("List-Unsubscribe-Post") != "" {
+		t.Errorf("a verification mail carries List-Unsubscribe headers: %v", p.Header)
+	}
+}

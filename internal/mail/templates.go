@@ -21,7 +21,8 @@ const (
 
 // Each kind has kind.txt, defining "subject" and "body", and kind.html,
 // defining the parts that layout.html arranges: "preheader", "heading",
-// "intro", "action" and "note".
+// "intro", "action" and "note"; or, in place of the last two and the
+// button, a "footer" of its own (the newsletter's).
 //
 //go:embed templates
 var templateFS embed.FS
@@ -33,7 +34,8 @@ type kindTemplates struct {
 
 // templates are parsed once at start-up: a broken template is a bug, and the
 // tests render every kind.
-var templates = parseTemplates(perch.EmailVerify, perch.EmailChange, perch.EmailPasswordReset, perch.EmailInvitation)
+var templates = parseTemplates(perch.EmailVerify, perch.EmailChange, perch.EmailPasswordReset, perch.EmailInvitation,
+	perch.EmailTest, perch.EmailNewsletter)
 
 func parseTemplates(kinds ...string) map[string]kindTemplates {
 	m := make(map[string]kindTemplates, len(kinds))
@@ -55,6 +57,10 @@ type data struct {
 	Org      string
 	Role     string // with its article: "an admin", "a member"
 	Validity string // "1 hour", "7 days"
+	By       string // who asked for a test message
+	Subject  string // the newsletter's, as its admin wrote them
+	Body     string
+	Lines    []string // Body, line by line, for the HTML part
 }
 
 // VerifyEmail is sent after registration: link confirms the address to.
@@ -81,6 +87,23 @@ func Invitation(to, inviter, org, role, link string) Message {
 		To: to, Link: link, Inviter: inviter, Org: org,
 		Role: withArticle(role), Validity: humanDuration(InvitationValidity),
 	})
+}
+
+// TestMessage is the message an admin sends to check the e-mail settings,
+// at by's request; link opens Perch.
+func TestMessage(to, by, link string) Message {
+	return render(perch.EmailTest, data{To: to, By: by, Link: link})
+}
+
+// Newsletter is one issue of the newsletter to one subscriber: subject and
+// body are plain text as the admin wrote them. page is the unsubscribe page
+// the body links to; unsubscribe is the one-click URL mail clients POST to
+// (List-Unsubscribe, RFC 8058).
+func Newsletter(to, subject, body, page, unsubscribe string) Message {
+	body = strings.ReplaceAll(strings.TrimSpace(body), "\r\n", "\n")
+	m := render(perch.EmailNewsletter, data{To: to, Subject: subject, Body: body, Lines: strings.Split(body, "\n"), Link: page})
+	m.Unsubscribe = unsubscribe
+	return m
 }
 
 func render(kind string, d data) Message {

@@ -23,6 +23,9 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 		{perch.EmailPasswordReset, PasswordReset("ada@example.org", evil, link), []string{"1 hour"}},
 		{perch.EmailInvitation, Invitation("bob@example.org", evil, "Acme & Co", "admin", link),
 			[]string{"as an admin", "7 days"}},
+		{perch.EmailTest, TestMessage("ada@example.org", evil, link), []string{"test message"}},
+		{perch.EmailNewsletter, Newsletter("ada@example.org", "News & more", evil+"\r\nSecond line", link, "https://perch.example.com/u"),
+			[]string{"Second line", "subscribed"}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -85,5 +88,21 @@ func TestOptionalFields(t *testing.T) {
 	m = Invitation("bob@example.org", "", "Acme", "", "https://x.test/i")
 	if !strings.Contains(m.Subject, "Someone invited you") || strings.Contains(m.Text, " as ") {
 		t.Errorf("invitation without inviter or role: %q\n%s", m.Subject, m.Text)
+	}
+}
+
+func TestNewsletterCarriesItsLines(t *testing.T) {
+	m := Newsletter("ada@example.org", "Spring", "First line\n\nThird line", "https://x.test/page", "https://x.test/api")
+	if m.Unsubscribe != "https://x.test/api" || m.Link != "https://x.test/page" {
+		t.Errorf("links = %q and %q", m.Link, m.Unsubscribe)
+	}
+	if !strings.HasPrefix(m.Text, "First line\n\nThird line\n") {
+		t.Errorf("text starts %q, want the body as written", m.Text)
+	}
+	if !strings.Contains(m.HTML, "First line<br><br>Third line") {
+		t.Errorf("HTML does not keep the lines:\n%s", m.HTML)
+	}
+	if strings.Contains(m.HTML, "Or copy this link") {
+		t.Error("the newsletter shows the button footer of the account mails")
 	}
 }

@@ -19,16 +19,17 @@ type meResponse struct {
 	PendingEmail string `json:"pending_email,omitempty"`
 }
 
-// updateMe changes the caller's name, password or e-mail address. A new
-// password or address needs the current password. A new password signs out
-// every other session; a new address takes effect once the link mailed to it
-// is followed.
+// updateMe changes the caller's name, password, e-mail address or whether
+// they take the newsletter. A new password or address needs the current
+// password. A new password signs out every other session; a new address
+// takes effect once the link mailed to it is followed.
 func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name            *string `json:"name"`
 		Email           *string `json:"email"`
 		Password        *string `json:"password"`
 		CurrentPassword string  `json:"current_password"`
+		Newsletter      *bool   `json:"newsletter"`
 	}
 	if err := decode(r, &in); err != nil {
 		return err
@@ -81,6 +82,19 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		}
 		s.revoked(r.Context(), u.ID, revoked, nil)
 		s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordChanged, Target: userTarget(u.ID), Changes: map[string]any{"sessions_ended": len(revoked)}})
+	}
+	if in.Newsletter != nil {
+		changed, err := s.store.SetNewsletter(r.Context(), u.ID, *in.Newsletter)
+		if err != nil {
+			return err
+		}
+		if changed {
+			s.audit(r, perch.AuditEntry{Action: perch.AuditUserUpdated, Target: perch.AuditTarget{Type: "user", ID: u.ID},
+				Changes: map[string]any{"newsletter": *in.Newsletter}})
+		}
+		updated := *res.User
+		updated.Newsletter = *in.Newsletter
+		res.User = &updated
 	}
 	if in.Name != nil {
 		updated, err := s.store.SetUserName(r.Context(), u.ID, *in.Name)

@@ -20,11 +20,12 @@ type world struct {
 	team, invitation, invitationToken            string
 	ownerToken, announcement                     string
 	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
+	smtpPort                                     int    // the test SMTP server's, for e-mail settings that keep mail flowing
 }
 
 func newWorld(a *api, n int) *world {
 	a.t.Helper()
-	w := &world{}
+	w := &world{smtpPort: mailPort(a)}
 	name := func(s string) string { return fmt.Sprintf("%s %d", s, n) }
 	w.owner = a.register(name("Ada"))
 	w.admin = a.invite(w.owner, name("Carol"), "admin")
@@ -123,6 +124,15 @@ var authzCases = []authzCase{
 	{"GET", "/api/v1/admin/audit-log-v2?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z", nil, [6]int{401, 403, 403, 403, 403, 200}},
 	{"GET", "/api/v1/org/audit-log", nil, [6]int{401, 200, 403, 200, 200, 200}},
 	{"POST", "/api/v1/org/invitations/accept", map[string]string{"token": "{invitationToken}"}, [6]int{401, 403, 403, 403, 403, 403}},
+	{"GET", "/api/v1/admin/email-config", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"PUT", "/api/v1/admin/email-config", func(w *world) any {
+		return map[string]any{"host": "127.0.0.1", "port": w.smtpPort, "from": "perch@example.com", "tls": "none"}
+	}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"POST", "/api/v1/admin/email-config/test", map[string]string{"to": "someone@example.com"}, [6]int{401, 403, 403, 403, 403, 200}},
+	{"GET", "/api/v1/admin/newsletter", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"POST", "/api/v1/admin/newsletter", map[string]string{"subject": "S", "body": "B"}, [6]int{401, 403, 403, 403, 403, 202}},
+	{"POST", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
+	{"GET", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{303, 303, 303, 303, 303, 303}},
 }
 
 func (w *world) fill(s string) string {
@@ -144,6 +154,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 				w := newWorld(a, n)
 				path := w.fill(c.path)
 				var body any = c.body
+				if f, ok := c.body.(func(*world) any); ok {
+					body = f(w)
+				}
 				if m, ok := c.body.(map[string]string); ok {
 					filled := map[string]string{}
 					for k, v := range m {

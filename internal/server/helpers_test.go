@@ -18,6 +18,7 @@ import (
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -52,6 +53,13 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	cfg.From = "Perch <perch@example.com>"
 	logger := slog.New(slog.NewTextHandler(logs, nil))
+	// Mail follows the admins' e-mail settings, over the test server as the
+	// environment's; secrets are sealed under a key of the test's own.
+	box, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := NewMailSettings(s, box, &cfg)
 	o := Options{
 		Store:              s,
 		Logger:             logger,
@@ -59,7 +67,9 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		Hub:                hub.New(),
 		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
 		AnonymousBroadcast: true,
-		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
+		Mailer:             mail.NewMailer(settings.Source, s, logger),
+		MailSettings:       settings,
+		Secrets:            box,
 		Limiter:            limits,
 		BaseURL:            "http://perch.test",
 		AdminEmails:        []string{"root@example.com"},

@@ -110,6 +110,17 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateOrg))
 	m.Handle("GET /api/v1/admin/plans", s.allowed(perch.PlatformAdmin, s.adminListPlans))
 
+	// E-mail settings and the newsletter. The unsubscribe link works with no
+	// credential but its token; mail providers post to it from shared
+	// addresses, so it has the per-user allowance, per address.
+	m.Handle("GET /api/v1/admin/email-config", s.allowed(perch.PlatformAdmin, s.getEmailConfig))
+	m.Handle("PUT /api/v1/admin/email-config", s.allowed(perch.PlatformAdmin, s.putEmailConfig))
+	m.Handle("POST /api/v1/admin/email-config/test", s.allowed(perch.PlatformAdmin, s.testEmailConfig))
+	m.Handle("GET /api/v1/admin/newsletter", s.allowed(perch.PlatformAdmin, s.listNewsletter))
+	m.Handle("POST /api/v1/admin/newsletter", s.allowed(perch.PlatformAdmin, s.sendNewsletter))
+	m.Handle("POST /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribe))
+	m.Handle("GET /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribePage))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))

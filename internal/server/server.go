@@ -27,6 +27,7 @@ import (
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -48,6 +49,15 @@ type Options struct {
 	SeparateMetrics bool
 	// Mailer sends account and invitation mail.
 	Mailer mail.Sender
+	// MailSettings is where mail goes, for the admins' e-mail settings: the
+	// Mailer should follow its Source. nil: settings on Store and Secrets,
+	// with none from the environment.
+	MailSettings *MailSettings
+	// Secrets seals what the database keeps for the server to read back
+	// (the SMTP password) and signs the newsletter's unsubscribe links;
+	// nil when no key is set (PERCH_SECRET_KEY), and storing a secret or
+	// sending the newsletter is then 503.
+	Secrets *secrets.Box
 	// Fanout carries notifications, read receipts and changes of access to
 	// every instance; Hub is this instance's connected clients, subscribed to
 	// Fanout by the caller; Ingest stores accepted events.
@@ -94,6 +104,7 @@ type Server struct {
 	now     func() time.Time
 	mailer  mail.Sender
 	mailing sync.WaitGroup // mail being sent in the background
+	mailCfg *MailSettings
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
@@ -132,6 +143,7 @@ func New(o Options) *Server {
 		mux:     http.NewServeMux(),
 		now:     o.Now,
 		mailer:  o.Mailer,
+		mailCfg: o.MailSettings,
 		fanout:  o.Fanout,
 		hub:     o.Hub,
 		ingest:  o.Ingest,
@@ -140,6 +152,9 @@ func New(o Options) *Server {
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 
 		instance: rand.Text(),
+	}
+	if s.mailCfg == nil {
+		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
 	}
 	s.origins = http.NewCrossOriginProtection()
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Host != "" {

@@ -55,6 +55,7 @@ type Store struct {
 	stmts   sync.Map // stmtKey → *sql.Stmt, for the hot paths
 
 	ckpt *checkpointer // SQLite only
+	path string        // the SQLite file; "" on PostgreSQL
 }
 
 type stmtKey struct {
@@ -85,6 +86,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if path == "" {
 			return nil, errors.New("open sqlite: empty file path")
 		}
+		s.path = path
 		if s.w, err = sql.Open("sqlite", sqliteDSN(path, sqliteWriter)); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -145,6 +147,10 @@ func sqliteDSN(path string, role sqliteRole) string {
 
 // Dialect reports which database the store uses.
 func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Path is the SQLite database's file, beside which the server keeps its
+// key file (perch.key); "" on PostgreSQL.
+func (s *Store) Path() string { return s.path }
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {

@@ -168,7 +168,7 @@ func (d *Dashboard) RevokeInvitation(w http.ResponseWriter, r *http.Request, c *
 
 // invited says where the invitation to address went.
 func (c *call) invited(address string) string {
-	if c.d.outbox {
+	if c.outboxed() {
 		return "Invitation made for " + address + ". " + outboxNote + " Or pass the link below on yourself."
 	}
 	return c.mailed("an invitation", address)

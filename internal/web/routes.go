@@ -46,6 +46,9 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /profile", d.Private(d.Profile))
 	m.Handle("POST /profile", d.Private(d.UpdateProfile))
 	m.Handle("POST /profile/password", d.Private(d.ChangePassword))
+	m.Handle("POST /profile/newsletter", d.Private(d.SetNewsletter))
+	m.Handle("GET /newsletter/unsubscribe", d.Public(d.UnsubscribePage))
+	m.Handle("POST /newsletter/unsubscribe", d.Public(d.Unsubscribe))
 	m.Handle("GET /plans", d.Private(d.Plans))
 
 	// The Admin section, for platform admins (pages_admin*.go).

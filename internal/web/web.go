@@ -9,6 +9,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -43,6 +44,9 @@ type Options struct {
 	// MailOutbox says that no SMTP server is set: mail waits in the outbox
 	// for the operator (perch admin outbox), and pages do not say it was sent.
 	MailOutbox bool
+	// MailOutboxNow, when set, is asked instead of MailOutbox on each page:
+	// an admin's e-mail settings may set a server while Perch runs.
+	MailOutboxNow func(context.Context) bool
 	// AnonymousBroadcast says that deliveries without a token are broadcast
 	// to everyone (server.Options.AnonymousBroadcast); platform admins are told.
 	AnonymousBroadcast bool
@@ -63,9 +67,10 @@ type Dashboard struct {
 	pages     map[string]*template.Template
 	assets    fs.FS
 	origins   *http.CrossOriginProtection
-	csp       string          // the pages' Content-Security-Policy
-	elsewhere []perch.Region  // the other regions
-	outbox    bool            // no SMTP server: mail waits for the operator
+	csp       string         // the pages' Content-Security-Policy
+	elsewhere []perch.Region // the other regions
+	outbox    bool           // no SMTP server: mail waits for the operator
+	outboxNow func(context.Context) bool
 	broadcast bool            // token-less deliveries are broadcast
 	signed    map[string]bool // senders whose signatures the server checks
 	now       func() time.Time
@@ -83,6 +88,7 @@ func New(o Options) *Dashboard {
 		pages:     map[string]*template.Template{},
 		origins:   http.NewCrossOriginProtection(),
 		outbox:    o.MailOutbox,
+		outboxNow: o.MailOutboxNow,
 		broadcast: o.AnonymousBroadcast,
 		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
 		now:       o.Now,
@@ -290,10 +296,18 @@ const outboxNote = "This server sends no e-mail yet: the message waits for its o
 // mailed says that a message about what went to address: sent, or, without
 // SMTP, waiting for the operator.
 func (c *call) mailed(what, address string) string {
-	if c.d.outbox {
+	if c.outboxed() {
 		return "We made " + what + " for " + address + ". " + outboxNote
 	}
 	return "We sent " + what + " to " + address + "."
+}
+
+// outboxed says whether mail waits in the outbox, with no SMTP server set.
+func (c *call) outboxed() bool {
+	if c.d.outboxNow != nil {
+		return c.d.outboxNow(c.r.Context())
+	}
+	return c.d.outbox
 }
 
 // flash keeps a message for the next page the browser loads.
@@ -326,7 +340,7 @@ func (c *call) render(status int, page string, v view) {
 		v.User = c.user
 	}
 	v.Elsewhere = c.d.elsewhere
-	v.Outbox = c.d.outbox
+	v.Outbox = c.outboxed()
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
 		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
 
@@ -29,6 +30,8 @@ type Message struct {
 	Subject string
 	Text    string // the text/plain part, decoded
 	HTML    string // the text/html part, decoded
+	Header  netmail.Header
+	User    string // who signed in to send it ("" when no one did)
 }
 
 var linkPattern = regexp.MustCompile(`https?://[^\s"<>]+`)
@@ -38,7 +41,8 @@ func (m Message) Link() string { return linkPattern.FindString(m.Text) }
 
 // Server is an SMTP server on 127.0.0.1 that keeps every message.
 type Server struct {
-	addr string
+	addr       string
+	user, pass string // the one sign-in StartWithLogin accepts
 
 	mu      sync.Mutex
 	msgs    []Message
@@ -49,9 +53,26 @@ type Server struct {
 // Start serves until tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{taken: map[int]bool{}, arrived: make(chan struct{})}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{srv: s}, nil }))
+	return start(tb, &Server{})
+}
+
+// StartWithLogin serves until tb ends, and takes mail only from a client
+// that signs in (AUTH PLAIN, allowed without TLS) as user with pass.
+func StartWithLogin(tb testing.TB, user, pass string) *Server {
+	tb.Helper()
+	return start(tb, &Server{user: user, pass: pass})
+}
+
+func start(tb testing.TB, s *Server) *Server {
+	s.taken, s.arrived = map[int]bool{}, make(chan struct{})
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		if s.user != "" {
+			return &authSession{session{srv: s}}, nil
+		}
+		return &session{srv: s}, nil
+	}))
 	srv.Domain = "localhost"
+	srv.AllowInsecureAuth = s.user != ""
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -119,8 +140,31 @@ func (s *Server) add(m Message) {
 
 type session struct {
 	srv  *Server
+	user string // signed in as
 	from string
 	to   []string
+}
+
+// authSession is the session of a server that wants a sign-in.
+type authSession struct{ session }
+
+func (as *authSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (as *authSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != as.srv.user || pass != as.srv.pass {
+			return smtp.ErrAuthFailed
+		}
+		as.user = user
+		return nil
+	}), nil
+}
+
+func (as *authSession) Mail(from string, opts *smtp.MailOptions) error {
+	if as.user == "" {
+		return smtp.ErrAuthRequired
+	}
+	return as.session.Mail(from, opts)
 }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error { ss.from = from; return nil }
@@ -137,7 +181,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("mailtest: %w", err)
 	}
-	m.From = ss.from
+	m.From, m.User = ss.from, ss.user
 	for _, to := range ss.to {
 		m.To = to
 		ss.srv.add(m)
@@ -151,7 +195,7 @@ func decode(raw []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	var m Message
+	m := Message{Header: msg.Header}
 	if m.Subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
 		return m, err
 	}
