@@ -121,6 +121,15 @@ func TestAdminInTheBrowser(t *testing.T) {
 	b.checkPage("admin-org")
 	b.shootBoth("admin-org")
 
+	b.click(`.subnav a[href="/admin/email"]`)
+	b.do("wait for the e-mail settings", waitVisible("#host"))
+	b.checkPage("admin-email")
+	b.shootBoth("admin-email")
+	b.click(`.subnav a[href="/admin/newsletter"]`)
+	b.do("wait for the newsletter", waitVisible("#subject"))
+	b.checkPage("admin-newsletter")
+	b.shootBoth("admin-newsletter")
+
 	if strings.Contains(b.location(), "/signin") {
 		t.Fatal("signed out on the way")
 	}

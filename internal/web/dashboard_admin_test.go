@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perch-dev/perch/internal/mail/mailtest"
+	"github.com/perch-dev/perch/internal/secrets"
+	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -330,4 +333,143 @@ func TestAdminOrganisations(t *testing.T) {
 		admin.get("/admin/audit?action=admin.org.").expect(t, 200, "").
 			contains(t, "<code>admin.<wbr>org.<wbr>updated</code>", "plan: team → enterprise", "status: trialing → active", "status: active → past_due", "→ 2026-12-24T18:30:00Z")
 	})
+}
+
+// withSecrets gives a site a key to seal secrets with, as perch serve
+// always has one on SQLite.
+func withSecrets(t *testing.T) func(*server.Options) {
+	t.Helper()
+	box, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *server.Options) { o.Secrets = box }
+}
+
+func TestAdminEmailSettings(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s, withSecrets(t))
+		opsAcct, admin := platformAdmin(t, a, "Ops")
+		a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		refused(t, bob, "GET", "/admin/email", nil)
+		refused(t, bob, "POST", "/admin/email", url.Values{"host": {"smtp.example.com"}, "port": {"587"}, "from": {"a@example.com"}, "tls": {"starttls"}})
+		refused(t, bob, "POST", "/admin/email/test", url.Values{"to": {"bob@example.com"}})
+
+		admin.get("/admin/email").expect(t, 200, "").contains(t, "<h1>E-mail</h1>", `aria-current="page">E-mail</a>`,
+			"No SMTP server is set", "No password is set.", `id="to" name="to" type="email" required value="`+opsAcct.Email+`"`)
+		// Without a server, the test message says why it did not go.
+		admin.post("/admin/email/test", url.Values{"to": {"someone@example.com"}}).expect(t, 200, "").
+			contains(t, "The test message did not go.", "No SMTP server is set, so mail waits in the outbox")
+
+		// Refused: every problem by its field, what was typed kept, never
+		// the password.
+		bad := url.Values{"host": {"smtp://mail.example.com"}, "port": {"70000"}, "username": {"perch"}, "password": {"hunter2-secret"},
+			"from": {"not an address"}, "tls": {"none"}}
+		p := admin.post("/admin/email", bad).expect(t, 422, "")
+		p.contains(t, "must be a host name or an IP address", "must be a number from 1 to 65535", "must be an e-mail address",
+			"the password would cross the network in the clear", `value="smtp://mail.example.com"`, `value="70000"`)
+		p.lacks(t, "hunter2-secret")
+
+		// Settings for an SMTP server that wants a sign-in: the password is
+		// kept sealed, never shown, and the test message signs in with it.
+		smtp := mailtest.StartWithLogin(t, "perch", "hunter2-secret")
+		host, port, _ := strings.Cut(strings.TrimPrefix(smtp.URL(), "smtp://"), ":")
+		good := url.Values{"host": {host}, "port": {port}, "username": {"perch"}, "password": {"hunter2-secret"},
+			"from": {"Perch <perch@example.com>"}, "tls": {"none"}}
+		admin.post("/admin/email", good).expect(t, 303, "/admin/email")
+		p = admin.get("/admin/email").expect(t, 200, "")
+		p.contains(t, "The e-mail settings are saved", "In force: the settings stored here", `value="`+host+`"`, `value="`+port+`"`,
+			`value="perch"`, "A password is set; leave this empty to keep it.", `<option value="none" selected>`).lacks(t, "hunter2-secret")
+		admin.post("/admin/email/test", url.Values{"to": {"grace@example.com"}}).expect(t, 200, "").
+			contains(t, "The test message went.", "The server accepted the message")
+		if m := smtp.WaitFor(t, "grace@example.com"); m.From != "perch@example.com" {
+			t.Errorf("the test message came from %q", m.From)
+		}
+		// Saved again without a password: the stored one stays.
+		good.Set("password", "")
+		admin.post("/admin/email", good).expect(t, 303, "/admin/email")
+		admin.post("/admin/email/test", url.Values{"to": {"grace@example.com"}}).expect(t, 200, "").contains(t, "The test message went.")
+		// Removed, the server refuses the sign-in-less message.
+		admin.post("/admin/email", url.Values{"host": {host}, "port": {port}, "from": {"Perch <perch@example.com>"}, "tls": {"none"},
+			"remove_password": {"on"}}).expect(t, 303, "/admin/email")
+		admin.get("/admin/email").expect(t, 200, "").contains(t, "No password is set.")
+		admin.post("/admin/email/test", url.Values{"to": {"grace@example.com"}}).expect(t, 200, "").contains(t, "The test message did not go.")
+		// An address to send to that is none.
+		admin.post("/admin/email/test", url.Values{"to": {"nobody"}}).expect(t, 422, "").contains(t, `<div class="problem">`, `value="nobody"`)
+
+		admin.get("/admin/audit?action=admin.email_config.").expect(t, 200, "").
+			contains(t, "<code>admin.<wbr>email_config.<wbr>updated</code>", "<code>admin.<wbr>email_config.<wbr>tested</code>", "password_changed: true").
+			lacks(t, "hunter2-secret")
+	})
+}
+
+func TestAdminNewsletter(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newSite(t, s, withSecrets(t))
+		_, admin := platformAdmin(t, a, "Ops")
+		bobAcct := a.register("Bob")
+		bob := signedIn(t, a, "Bob")
+		refused(t, bob, "GET", "/admin/newsletter", nil)
+		refused(t, bob, "POST", "/admin/newsletter", url.Values{"subject": {"Hi"}, "body": {"Hello."}})
+		refused(t, bob, "GET", "/admin/newsletter/subscribers.csv", nil)
+
+		admin.get("/admin/newsletter").expect(t, 200, "").contains(t, "<h1>Newsletter</h1>", `aria-current="page">Newsletter</a>`,
+			"0 people take the newsletter", "No subscribers yet", "Send to 0 subscribers</button>").lacks(t, "Export CSV")
+
+		// Two people with confirmed addresses take it; Bob, unconfirmed,
+		// turned it on but is no subscriber.
+		for _, name := range []string{"Ada", "Grace"} {
+			b := newBrowser(t, a.ts)
+			signUpInBrowser(t, b, name)
+			link, _ := url.Parse(a.mail.WaitFor(t, emailFor(name)).Link())
+			b.post("/verify-email", url.Values{"token": {link.Query().Get("token")}}).expect(t, 303, "/profile")
+			b.post("/profile/newsletter", url.Values{"newsletter": {"on"}}).expect(t, 303, "/profile")
+		}
+		expect(t, a.call("PATCH", "/api/v1/users/me", bobAcct.Access, map[string]any{"newsletter": true}), 200)
+
+		p := admin.get("/admin/newsletter").expect(t, 200, "")
+		p.contains(t, "2 people take the newsletter", "<strong>Ada</strong>", emailFor("Grace"), `data-confirm="Send this to 2 subscribers now?`).lacks(t, bobAcct.Email)
+		// A page of one, then the other one.
+		first := admin.get("/admin/newsletter?limit=1").expect(t, 200, "")
+		on, off := "<strong>Ada</strong>", "<strong>Grace</strong>"
+		if !strings.Contains(first.Body, on) {
+			on, off = off, on
+		}
+		first.contains(t, on).lacks(t, off)
+		admin.get(first.link(t, "Next page")).expect(t, 200, "").contains(t, off).lacks(t, on)
+
+		// The CSV, through the dashboard: the API answers it by Accept.
+		res, err := admin.http.Get(a.ts.URL + p.link(t, "Export CSV"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") || len(lines) != 3 ||
+			lines[0] != "user_id,email,name,subscribed_at" || !strings.Contains(string(raw), emailFor("Ada")) {
+			t.Fatalf("the export answered %d %s:\n%s", res.StatusCode, res.Header.Get("Content-Type"), raw)
+		}
+
+		// An issue: refused without a subject, then sent to both.
+		admin.post("/admin/newsletter", url.Values{"subject": {""}, "body": {"Hello, everyone."}}).expect(t, 422, "").
+			contains(t, `<div class="problem">`, "Hello, everyone.</textarea>")
+		admin.post("/admin/newsletter", url.Values{"subject": {"Perch 2.0"}, "body": {"Hello, everyone."}}).expect(t, 303, "/admin/newsletter")
+		admin.get("/admin/newsletter").expect(t, 200, "").contains(t, "“Perch 2.0” is on its way to 2 subscribers.")
+		for _, name := range []string{"Ada", "Grace"} {
+			if m := a.mail.WaitFor(t, emailFor(name)); m.Subject != "Perch 2.0" || !strings.Contains(m.Text, "Hello, everyone.") {
+				t.Errorf("%s got %q: %s", name, m.Subject, m.Text)
+			}
+		}
+		admin.get("/admin/audit?action=admin.newsletter.").expect(t, 200, "").contains(t, "subject: Perch 2.0", "recipients: 2")
+	})
+}
+
+func TestAdminNewsletterWithoutASecretKey(t *testing.T) {
+	a := newSite(t, storetest.New(t, store.SQLite))
+	_, admin := platformAdmin(t, a, "Ops")
+	// The server's answer names the setting: the admin's to act on.
+	admin.post("/admin/newsletter", url.Values{"subject": {"Hi"}, "body": {"Hello."}}).expect(t, 503, "").
+		contains(t, "PERCH_SECRET_KEY", `value="Hi"`)
 }

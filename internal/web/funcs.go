@@ -62,12 +62,7 @@ var funcs = template.FuncMap{
 	// problem is what is wrong with a field, if anything.
 	"problem": func(v view, name string) string { return v.Fields[name] },
 	// plural counts a thing in words: "1 seat", "3 seats".
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
-		}
-		return strconv.Itoa(n) + " " + many
-	},
+	"plural": plural,
 	// thousands writes a count with commas: 12,345.
 	"thousands": func(v any) string {
 		switch v := v.(type) {

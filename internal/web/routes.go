@@ -63,6 +63,12 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /admin/features/{key}/overrides", d.Private(d.AdminSetOverride))
 	m.Handle("POST /admin/features/{key}/overrides/{orgId}/remove", d.Private(d.AdminRemoveOverride))
 	m.Handle("GET /admin/audit", d.Private(d.AdminAudit))
+	m.Handle("GET /admin/email", d.Private(d.AdminEmail))
+	m.Handle("POST /admin/email", d.Private(d.AdminSaveEmail))
+	m.Handle("POST /admin/email/test", d.Private(d.AdminTestEmail))
+	m.Handle("GET /admin/newsletter", d.Private(d.AdminNewsletter))
+	m.Handle("POST /admin/newsletter", d.Private(d.AdminSendNewsletter))
+	m.Handle("GET /admin/newsletter/subscribers.csv", d.Private(d.AdminNewsletterCSV))
 
 	// Anything else is a page that does not exist.
 	m.Handle("/", d.Public(d.notFound))
