@@ -258,6 +258,7 @@ func TestAdminUsers(t *testing.T) {
 		admin.get("/admin/users?q=bob").expect(t, 200, "").contains(t, `value="bob"`, `<span class="muted">`+bobAcct.Email+`</span>`).
 			lacks(t, `<span class="muted">carol@example.com</span>`)
 		admin.get("/admin/users?q=nobody-here").expect(t, 200, "").contains(t, "No one found")
+		admin.get("/admin/users?q="+strings.Repeat("x", 201)).expect(t, 400, "").contains(t, `role="alert">The search (q) must be at most 200 characters.`)
 		first := admin.get("/admin/users?limit=2").expect(t, 200, "")
 		next := first.link(t, "Next page")
 		admin.get(next).expect(t, 200, "").contains(t, "<strong>Ops</strong>").lacks(t, "<strong>Carol</strong>")

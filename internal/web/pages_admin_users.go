@@ -26,11 +26,12 @@ func (c *call) usersPage(status int, v view, at *url.URL) error {
 	form := at.Query()
 	data := &usersData{Q: form.Get("q"), Back: at.RequestURI(), Me: c.user.ID}
 	next, err := c.api.CallPage(c.r.Context(), withQuery("/api/v1/admin/users", apiQuery(form, "q", "cursor", "limit")), &data.Users)
-	if err != nil && (perch.ErrorCode(err) != perch.EBADREQUEST || v.Error != "") {
-		return err
-	}
-	if err != nil { // a search or cursor the API does not take
+	switch {
+	case perch.ErrorCode(err) == perch.EBADREQUEST && v.Error == "":
+		// A search or cursor the API does not take: said on the page.
 		v.Error, status = c.say(err), http.StatusBadRequest
+	case err != nil:
+		return err
 	}
 	data.Pager = pagerOf(at, next)
 	v.Title, v.Nav, v.Section, v.Data = "Users", "admin", "users", data
@@ -115,7 +116,7 @@ func (d *Dashboard) AdminOrgs(w http.ResponseWriter, r *http.Request, c *call) e
 	return c.page("admin_orgs", v)
 }
 
-// orgData is what an organisation's admin page shows.
+// adminOrgData is what an organisation's admin page shows.
 type adminOrgData struct {
 	Org      perch.AdminOrgDetail
 	Plans    []*perch.AdminPlan
