@@ -61,7 +61,7 @@ type seen struct {
 }
 
 func TestMethods(t *testing.T) {
-	const user = `{"id":"1","email":"ann@example.com","name":"Ann","email_verified":false,"org_id":"7","org_role":"owner","is_admin":false,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`
+	const user = `{"id":"1","email":"ann@example.com","name":"Ann","email_verified":false,"org_id":"7","org_role":"owner","is_admin":false,"newsletter":false,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`
 	const apiToken = `{"id":"3","label":"laptop","token_prefix":"pat_abcd","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z"}`
 	const whToken = `{"id":"4","label":"ci","sender":"inbound","scope":"team","team_id":"9","token_prefix":"whk_abcd","created_at":"2026-01-02T03:04:05Z","last_used_at":null}`
 	const note = `{"id":"42","tab":"Code","title":"PR #1","message":"m","severity":"info","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"user","id":"1"},"read":false}`

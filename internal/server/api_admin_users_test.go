@@ -11,6 +11,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -179,6 +181,30 @@ func TestAdminDisablingAUserEndsEverythingOfTheirs(t *testing.T) {
 			if e.Actor.Type != perch.ActorAdmin || e.Actor.ID != grace.ID || e.Target != (perch.AuditTarget{Type: "user", ID: ada.ID}) ||
 				e.OrgID != ada.OrgID || len(e.Changes) != 1 || e.Changes["disabled"] != wantDisabled {
 				t.Fatalf("entry %d = %+v", i, e)
+			}
+		}
+	})
+}
+
+// Disabling on one instance closes the user's sockets on another.
+func TestAdminDisablingReachesEveryInstance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		shared := fanout.NewLocal()
+		useShared := func(o *Options) { o.Fanout, o.Hub = shared, hub.New() }
+		here := newAPI(t, s, useShared)
+		there := newAPI(t, s, useShared)
+		ts := here.live()
+		grace := here.platformAdmin("Grace")
+		ada := here.register("Ada")
+		here.apiToken(ada, "script")
+		sockets := []*wsConn{dial(t, ts, ada.Access, ""), dial(t, ts, ada.Token, "")}
+		for _, c := range sockets {
+			c.ready()
+		}
+		expect(t, there.call("PATCH", "/api/v1/admin/users/"+ada.ID, grace.Access, map[string]bool{"disabled": true}), 200)
+		for _, c := range sockets {
+			if got := c.closeStatus(); got != websocket.StatusPolicyViolation {
+				t.Fatalf("a socket on the other instance closed with %v, want %v", got, websocket.StatusPolicyViolation)
 			}
 		}
 	})
