@@ -249,3 +249,21 @@ func discard(res *http.Response) {
 func (c *Client) Call(ctx context.Context, method, path string, in, out any) error {
 	return c.do(ctx, request{method: method, path: path, body: in, out: out})
 }
+
+// CallPage is Call for a GET of a list that pages (?cursor=&limit=, path
+// with its query): it decodes the "data" of a success into out and returns
+// the answer's "next_cursor", "" after the last page.
+func (c *Client) CallPage(ctx context.Context, path string, out any) (next string, err error) {
+	var page struct {
+		Data       any     `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	page.Data = out
+	if err := c.do(ctx, request{method: http.MethodGet, path: path, out: &page, bare: true}); err != nil {
+		return "", err
+	}
+	if page.NextCursor != nil {
+		next = *page.NextCursor
+	}
+	return next, nil
+}

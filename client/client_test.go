@@ -202,6 +202,24 @@ func TestMethods(t *testing.T) {
 		},
 		want:   seen{Method: "POST", Path: "/webhooks/inbound", Query: "token=whk_secret", Body: `{"title":"Deployed","tab":"Deploys"}`},
 		status: 200, answer: `{"received":true,"ids":["41","42"],"duplicate":true}`, result: `{"ids":["41","42"],"duplicate":true}`,
+	}, {
+		name: "a page of a list",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			var items []map[string]any
+			next, err := c.CallPage(ctx, "/api/v1/admin/users?q=ann&cursor=c1", &items)
+			return map[string]any{"items": items, "next": next}, err
+		},
+		want:   seen{Method: "GET", Path: "/api/v1/admin/users", Query: "q=ann&cursor=c1", Auth: "Bearer pac_a"},
+		status: 200, answer: `{"data":[{"id":"1"}],"next_cursor":"c2"}`, result: `{"items":[{"id":"1"}],"next":"c2"}`,
+	}, {
+		name: "the last page of a list",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			var items []map[string]any
+			next, err := c.CallPage(ctx, "/api/v1/admin/users", &items)
+			return map[string]any{"items": items, "next": next}, err
+		},
+		want:   seen{Method: "GET", Path: "/api/v1/admin/users", Auth: "Bearer pac_a"},
+		status: 200, answer: `{"data":[],"next_cursor":null}`, result: `{"items":[],"next":""}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"fmt"
 	"html/template"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -60,12 +62,39 @@ var funcs = template.FuncMap{
 	// problem is what is wrong with a field, if anything.
 	"problem": func(v view, name string) string { return v.Fields[name] },
 	// plural counts a thing in words: "1 seat", "3 seats".
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
+	"plural": plural,
+	// thousands writes a count with commas: 12,345.
+	"thousands": func(v any) string {
+		switch v := v.(type) {
+		case int:
+			return thousands(int64(v))
+		case int64:
+			return thousands(v)
 		}
-		return strconv.Itoa(n) + " " + many
+		return fmt.Sprint(v)
 	},
+	// money writes an amount of US dollars: $1,234.50.
+	"money": func(v float64) string {
+		cents := int64(math.Round(v * 100))
+		s := "$" + thousands(cents/100)
+		if c := cents % 100; c != 0 {
+			s += fmt.Sprintf(".%02d", c)
+		}
+		return s
+	},
+	// breakdown is a map of counts as rows, by name.
+	"breakdown": breakdown,
+	// dotted lets a dotted name (an audit action) break after its dots,
+	// and nowhere else.
+	"dotted": func(s string) template.HTML {
+		parts := strings.Split(s, ".")
+		for i, p := range parts {
+			parts[i] = template.HTMLEscapeString(p)
+		}
+		return template.HTML(strings.Join(parts, ".<wbr>"))
+	},
+	// changes are an audit entry's changes, one line each.
+	"changes": auditChanges,
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""

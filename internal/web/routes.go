@@ -51,6 +51,25 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /newsletter/unsubscribe", d.Public(d.Unsubscribe))
 	m.Handle("GET /plans", d.Private(d.Plans))
 
+	// The Admin section, for platform admins (pages_admin*.go).
+	m.Handle("GET /admin", d.Private(d.AdminOverview))
+	m.Handle("GET /admin/users", d.Private(d.AdminUsers))
+	m.Handle("POST /admin/users/{id}", d.Private(d.AdminUpdateUser))
+	m.Handle("GET /admin/orgs", d.Private(d.AdminOrgs))
+	m.Handle("GET /admin/orgs/{id}", d.Private(d.AdminOrg))
+	m.Handle("POST /admin/orgs/{id}", d.Private(d.AdminUpdateOrg))
+	m.Handle("GET /admin/features", d.Private(d.AdminFeatures))
+	m.Handle("POST /admin/features/{key}", d.Private(d.AdminUpdateFeature))
+	m.Handle("POST /admin/features/{key}/overrides", d.Private(d.AdminSetOverride))
+	m.Handle("POST /admin/features/{key}/overrides/{orgId}/remove", d.Private(d.AdminRemoveOverride))
+	m.Handle("GET /admin/audit", d.Private(d.AdminAudit))
+	m.Handle("GET /admin/email", d.Private(d.AdminEmail))
+	m.Handle("POST /admin/email", d.Private(d.AdminSaveEmail))
+	m.Handle("POST /admin/email/test", d.Private(d.AdminTestEmail))
+	m.Handle("GET /admin/newsletter", d.Private(d.AdminNewsletter))
+	m.Handle("POST /admin/newsletter", d.Private(d.AdminSendNewsletter))
+	m.Handle("GET /admin/newsletter/subscribers.csv", d.Private(d.AdminNewsletterCSV))
+
 	// Anything else is a page that does not exist.
 	m.Handle("/", d.Public(d.notFound))
 }

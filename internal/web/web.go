@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -52,6 +53,8 @@ type Options struct {
 	// GitHubSigned and PagerDutySigned say that the server checks those
 	// senders' signatures, so the Webhooks page's example signs its body.
 	GitHubSigned, PagerDutySigned bool
+	// Now is the clock, the server's (tests set one); nil is time.Now.
+	Now func() time.Time
 }
 
 // Dashboard serves the pages; routes.go lists them.
@@ -70,6 +73,7 @@ type Dashboard struct {
 	outboxNow func(context.Context) bool
 	broadcast bool            // token-less deliveries are broadcast
 	signed    map[string]bool // senders whose signatures the server checks
+	now       func() time.Time
 }
 
 // New parses the templates; a template that does not parse is a bug, and
@@ -87,6 +91,10 @@ func New(o Options) *Dashboard {
 		outboxNow: o.MailOutboxNow,
 		broadcast: o.AnonymousBroadcast,
 		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
+		now:       o.Now,
+	}
+	if d.now == nil {
+		d.now = time.Now
 	}
 	// The feed's WebSocket is on this server: browsers before CSP level 3
 	// do not count ws(s):// of the page's own host as 'self', so it is named.
@@ -163,14 +171,16 @@ func (d *Dashboard) notFound(_ http.ResponseWriter, r *http.Request, _ *call) er
 
 // view is what every page template gets.
 type view struct {
-	Title  string
-	Nav    string      // the active navigation entry
-	User   *perch.User // nil when signed out
-	Flash  string
-	Error  string
-	Fields map[string]string // per-field problems of a failed form
-	Form   url.Values        // what was typed, to fill a failed form again
-	Data   any
+	Title string
+	Nav   string // the active navigation entry
+	// Section is the active entry of the Admin section's sub-navigation.
+	Section string
+	User    *perch.User // nil when signed out
+	Flash   string
+	Error   string
+	Fields  map[string]string // per-field problems of a failed form
+	Form    url.Values        // what was typed, to fill a failed form again
+	Data    any
 	// Outbox says that this server sends no mail: it waits in the outbox
 	// for the operator (Options.MailOutbox).
 	Outbox bool
@@ -246,6 +256,8 @@ func (d *Dashboard) fail(c *call, err error) {
 	switch {
 	case status == http.StatusNotFound:
 		title = "Page not found"
+	case status == http.StatusForbidden:
+		title = "Not allowed"
 	case status == http.StatusTooManyRequests:
 		title = "Slow down a little"
 	case status >= http.StatusInternalServerError:
