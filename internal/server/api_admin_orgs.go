@@ -13,11 +13,7 @@ import (
 // adminListOrgs serves GET /api/v1/admin/orgs: every organisation, newest
 // first, searched by ?q= and paged.
 func (s *Server) adminListOrgs(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	q, err := searchOf(r)
+	q, page, err := searchPageOf(r)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,16 @@ func searchOf(r *http.Request) (string, error) {
 	return q, nil
 }
 
+// searchPageOf reads an admin list's ?q=, ?cursor= and ?limit=.
+func searchPageOf(r *http.Request) (string, perch.Page, error) {
+	page, err := pageOf(r)
+	if err != nil {
+		return "", page, err
+	}
+	q, err := searchOf(r)
+	return q, page, err
+}
+
 // listedAdmins are the addresses of PERCH_ADMIN_EMAILS, normalized.
 func (s *Server) listedAdmins() []string { return slices.Sorted(maps.Keys(s.admins)) }
 
@@ -39,11 +49,7 @@ func (s *Server) adminView(u *perch.AdminUser) *perch.AdminUser {
 // adminListUsers serves GET /api/v1/admin/users: every user, newest first,
 // searched by ?q= and paged.
 func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	q, err := searchOf(r)
+	q, page, err := searchPageOf(r)
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,7 @@ import (
 )
 
 func orgIDs(s *store.Store, q string) func(perch.Page) ([]string, string, error) {
-	return func(p perch.Page) ([]string, string, error) {
-		orgs, next, err := s.Orgs(context.Background(), q, p)
-		ids := make([]string, len(orgs))
-		for i, o := range orgs {
-			ids[i] = o.ID
-		}
-		return ids, next, err
-	}
+	return idsOf(s.Orgs, q, func(o *perch.AdminOrg) string { return o.ID })
 }
 
 func TestAdminOrgsNewestFirstSearchedAndPaged(t *testing.T) {

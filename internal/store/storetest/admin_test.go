@@ -37,15 +37,21 @@ func allPages(t *testing.T, limit int, page func(p perch.Page) ([]string, string
 	}
 }
 
-func userIDs(s *store.Store, q string) func(perch.Page) ([]string, string, error) {
+// idsOf adapts a store's admin list, searched for q, to allPages: the ids
+// of one page.
+func idsOf[T any](list func(context.Context, string, perch.Page) ([]T, string, error), q string, id func(T) string) func(perch.Page) ([]string, string, error) {
 	return func(p perch.Page) ([]string, string, error) {
-		users, next, err := s.Users(context.Background(), q, p)
-		ids := make([]string, len(users))
-		for i, u := range users {
-			ids[i] = u.ID
+		rows, next, err := list(context.Background(), q, p)
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = id(r)
 		}
 		return ids, next, err
 	}
+}
+
+func userIDs(s *store.Store, q string) func(perch.Page) ([]string, string, error) {
+	return idsOf(s.Users, q, func(u *perch.AdminUser) string { return u.ID })
 }
 
 func TestAdminUsersNewestFirstSearchedAndPaged(t *testing.T) {
