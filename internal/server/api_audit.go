@@ -129,8 +129,16 @@ func (s *Server) answerAudit(w http.ResponseWriter, r *http.Request, f perch.Aud
 		}
 		return respondPage(w, entries, next)
 	}
-	s.audit(r, perch.AuditEntry{Action: perch.AuditLogExported, Target: perch.AuditTarget{Type: "audit_log"}, OrgID: f.OrgID,
-		Changes: map[string]any{"from": f.From, "to": f.To, "action": f.Action, "actor_id": f.ActorID, "org_id": f.OrgID, "format": format}})
+	changes := map[string]any{"from": f.From, "format": format}
+	if !f.To.IsZero() {
+		changes["to"] = f.To
+	}
+	for k, v := range map[string]string{"action": f.Action, "actor_id": f.ActorID, "org_id": f.OrgID} {
+		if v != "" {
+			changes[k] = v
+		}
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditLogExported, Target: perch.AuditTarget{Type: "audit_log"}, OrgID: f.OrgID, Changes: changes})
 	return s.exportAudit(w, r, f, format)
 }
 

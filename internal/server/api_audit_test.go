@@ -261,8 +261,10 @@ func TestAuditExport(t *testing.T) {
 			t.Errorf("a formula went out as is:\n%s", c.Raw)
 		}
 		entries := a.auditEntries(root)
-		if e := findAudit(t, entries, perch.AuditLogExported, ""); e["actor"].(map[string]any)["type"] != perch.ActorAdmin {
-			t.Errorf("the export's entry: %v", e)
+		e := findAudit(t, entries, perch.AuditLogExported, "")
+		changes := e["changes"].(map[string]any)
+		if e["actor"].(map[string]any)["type"] != perch.ActorAdmin || changes["format"] != formatCSV || changes["from"] == nil || changes["to"] != nil {
+			t.Errorf("the export's entry (a range open at its end): %v", e)
 		}
 	})
 }
