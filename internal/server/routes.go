@@ -90,6 +90,22 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// Sign-in with GitHub (oauth-a) and Google (oauth-b): the spec's paths
+	// and the real names, each a redirect to the provider and the callback
+	// it sends the browser back to; and the identities linked to the
+	// signed-in user's account.
+	github, google := perch.ProviderGitHub, perch.ProviderGoogle
+	m.Handle("GET /api/v1/auth/oauth-a", s.perIP("signin", auth, s.oauthStart(github)))
+	m.Handle("GET /api/v1/auth/github", s.perIP("signin", auth, s.oauthStart(github)))
+	m.Handle("GET /api/v1/auth/oauth-a/callback", s.perIP("signin", auth, s.oauthCallback(github)))
+	m.Handle("GET /api/v1/auth/github/callback", s.perIP("signin", auth, s.oauthCallback(github)))
+	m.Handle("GET /api/v1/auth/oauth-b", s.perIP("signin", auth, s.oauthStart(google)))
+	m.Handle("GET /api/v1/auth/google", s.perIP("signin", auth, s.oauthStart(google)))
+	m.Handle("GET /api/v1/auth/oauth-b/callback", s.perIP("signin", auth, s.oauthCallback(google)))
+	m.Handle("GET /api/v1/auth/google/callback", s.perIP("signin", auth, s.oauthCallback(google)))
+	m.Handle("GET /api/v1/users/me/identities", s.signedIn(s.listIdentities))
+	m.Handle("DELETE /api/v1/users/me/identities/{provider}", s.signedIn(s.deleteIdentity))
+
 	// The audit log: the whole of it for platform admins, an organisation's
 	// own for its owners and admins.
 	m.Handle("GET /api/v1/admin/audit-log", s.allowed(perch.PlatformAdmin, s.adminAuditLog))
