@@ -116,6 +116,22 @@ func TestOAuthGoogleMakesAnAccount(t *testing.T) {
 		if _, _, err := s.UserCredentials(t.Context(), "unverified@example.com"); perch.ErrorCode(err) != perch.ENOTFOUND {
 			t.Fatalf("an account was made for an unverified address: %v", err)
 		}
+
+		// An ID token minted for another nonce (a code from an authorization
+		// this sign-in did not start, with no PKCE challenge the provider
+		// could hold it to) signs in nobody.
+		p.google.SignInAs("110-nonce", "nonce@example.com", true)
+		b3 := a.browser()
+		to = b3.start("/api/v1/auth/google")
+		q := to.Query()
+		q.Del("code_challenge")
+		q.Del("code_challenge_method")
+		q.Set("nonce", "someone-elses")
+		to.RawQuery = q.Encode()
+		res = b3.get(b3.atProvider(to))
+		if msg := refused(t, res, "/signin"); msg != "Perch could not complete the sign-in with Google. Please try again in a minute." {
+			t.Fatalf("message %q", msg)
+		}
 	})
 }
 
