@@ -55,7 +55,7 @@ func (b *browser) viaProvider(path string) *page {
 func TestDashboardOffersSignInProviders(t *testing.T) {
 	a, _, _ := oauthSite(t)
 	b := newBrowser(t, a.ts)
-	b.get("/signin?next=" + url.QueryEscape("/org?tab=teams")).expect(t, 200, "").
+	b.get("/signin?next="+url.QueryEscape("/org?tab=teams")).expect(t, 200, "").
 		contains(t, `href="/api/v1/auth/github?redirect=%2forg%3ftab%3dteams"`, "Continue with GitHub", "Continue with Google")
 	b.get("/signup").expect(t, 200, "").contains(t, `href="/api/v1/auth/google?redirect=%2fnotifications"`, "Continue with Google")
 	// An invitation joins the inviter's organisation: only a password
@@ -79,7 +79,7 @@ func TestDashboardSignInWithGitHub(t *testing.T) {
 	gh.SignInAs(apitest.GitHubUser{ID: 31, Login: "hopper", Name: "Grace Hopper", Emails: []apitest.GitHubEmail{
 		{Email: "grace.hopper@example.com", Primary: true, Verified: true}}})
 	b := newBrowser(t, a.ts)
-	b.viaProvider("/api/v1/auth/github?redirect=" + url.QueryEscape("/org")).expect(t, 302, "/org")
+	b.viaProvider("/api/v1/auth/github?redirect="+url.QueryEscape("/org")).expect(t, 302, "/org")
 	b.get("/org").expect(t, 200, "").contains(t, "Grace Hopper")
 
 	gh.Deny()
@@ -89,7 +89,7 @@ func TestDashboardSignInWithGitHub(t *testing.T) {
 		t.Fatalf("sent to %q", to)
 	}
 	other.get(to).expect(t, 200, "").contains(t, `role="alert">You did not allow Perch to use your GitHub account`)
-	other.get("/signin?error=" + url.QueryEscape("<script>alert(1)</script>")).expect(t, 200, "").
+	other.get("/signin?error="+url.QueryEscape("<script>alert(1)</script>")).expect(t, 200, "").
 		contains(t, "&lt;script&gt;alert(1)&lt;/script&gt;")
 }
 
@@ -116,7 +116,7 @@ func TestDashboardProfileSignInMethods(t *testing.T) {
 	b.get("/profile").expect(t, 200, "").contains(t, "GitHub is no longer linked to your account.", "Link GitHub")
 
 	// A refusal of a link comes back to the profile with its message.
-	b.get("/profile?error=" + url.QueryEscape("This GitHub account is already linked to another Perch account.")).expect(t, 200, "").
+	b.get("/profile?error="+url.QueryEscape("This GitHub account is already linked to another Perch account.")).expect(t, 200, "").
 		contains(t, `role="alert">This GitHub account is already linked to another Perch account.`)
 }
 
