@@ -78,7 +78,7 @@ func (s *Server) oauthStart(provider string) handlerFunc {
 		}
 		if u := s.linkingUser(r); u != nil {
 			f.LinkUserID = u.ID
-			if !perch.LocalPath(q.Get("redirect")) {
+			if f.DeviceSession == "" && !perch.LocalPath(q.Get("redirect")) {
 				f.Redirect = "/profile"
 			}
 		}

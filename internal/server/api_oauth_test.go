@@ -428,3 +428,66 @@ func TestOAuthUnfinishedFlowsArePruned(t *testing.T) {
 		}
 	})
 }
+
+// Over https the flow and session cookies are Secure; all are HttpOnly
+// and SameSite=Lax, the flow cookie only under the callbacks' paths and
+// for as long as a flow lives.
+func TestOAuthCookiesOverHTTPS(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		p := &fakeProviders{}
+		a := newAPI(t, s, func(o *Options) { o.BaseURL = "https://perch.test" }, withProviders(t, p))
+		p.github.SignInAs(githubUser(12, "sec", "sec@example.com", true))
+		start := expect(t, a.call("GET", "/api/v1/auth/github", "", nil), 302)
+		cookies := (&http.Response{Header: start.Header}).Cookies()
+		if len(cookies) != 1 || cookies[0].Name != perch.OAuthCookie || !cookies[0].Secure || !cookies[0].HttpOnly ||
+			cookies[0].SameSite != http.SameSiteLaxMode || cookies[0].Path != "/api/v1/auth/" || cookies[0].MaxAge != int(perch.OAuthFlowTTL.Seconds()) {
+			t.Fatalf("flow cookie: %+v", cookies)
+		}
+		to, _ := url.Parse(start.Header.Get("Location"))
+		if to.Query().Get("redirect_uri") != "https://perch.test/api/v1/auth/oauth-a/callback" {
+			t.Fatalf("redirect_uri %q", to.Query().Get("redirect_uri"))
+		}
+		back := a.browser().atProvider(to)
+		res := expect(t, a.call("GET", back, "", nil, "Cookie", perch.OAuthCookie+"="+cookies[0].Value), 302)
+		set := map[string]*http.Cookie{}
+		for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+			set[c.Name+" "+c.Path] = c
+			if !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
+				t.Errorf("cookie %+v", c)
+			}
+		}
+		if c := set[perch.SessionCookie+" /"]; c == nil || c.MaxAge != int(perch.RefreshTokenTTL.Seconds()) {
+			t.Errorf("session cookie %+v", c)
+		}
+		if c := set[perch.RefreshCookie+" "+perch.RefreshPath]; c == nil || !strings.HasPrefix(c.Value, perch.RefreshTokenPrefix) {
+			t.Errorf("refresh cookie %+v", c)
+		}
+		if c := set[perch.OAuthCookie+" /api/v1/auth/"]; c == nil || c.MaxAge >= 0 {
+			t.Errorf("the flow cookie is not removed: %+v", c)
+		}
+	})
+}
+
+// The sign-ins with providers are limited per client address, in a bucket
+// of their own: a person who used up their password attempts can still
+// sign in with GitHub.
+func TestOAuthRateLimit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		p := &fakeProviders{}
+		a := newAPI(t, s, withProviders(t, p), func(o *Options) {
+			o.AuthLimit = perch.Limit{Count: 2, Period: time.Minute}
+			o.UserLimit = perch.Limit{Count: 3, Period: time.Minute}
+		})
+		for range 2 {
+			expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "x@example.com", "password": "wrong password"}), 401)
+		}
+		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "x@example.com", "password": "wrong password"}), 429)
+		for range 3 {
+			expect(t, a.call("GET", "/api/v1/auth/google", "", nil), 302)
+		}
+		res := expect(t, a.call("GET", "/api/v1/auth/oauth-a/callback", "", nil), 429)
+		if res.Header.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+	})
+}
