@@ -55,6 +55,8 @@ const (
 	AuditEmailVerified       = "auth.email_verified"
 	AuditDeviceApproved      = "auth.device_approved"
 	AuditDeviceDenied        = "auth.device_denied"
+	AuditIdentityLinked      = "auth.identity_linked"  // a GitHub or Google account linked to a Perch account
+	AuditIdentityRemoved     = "auth.identity_removed" // and unlinked
 	AuditUserUpdated         = "user.updated"
 	AuditPasswordChanged     = "user.password_changed"
 	AuditEmailChangeAsked    = "user.email_change_requested"

@@ -16,6 +16,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/secrets"
+	"github.com/perch-dev/perch/internal/server"
 )
 
 // config is the server's configuration (DESIGN.md §3).
@@ -37,6 +38,8 @@ type config struct {
 	MaxPerDelivery     int
 	GitHubSecret       string
 	PagerDutySecret    string
+	GitHub             server.GitHubApp // sign-in with GitHub; configured when both client values are set
+	Google             server.GoogleApp // sign-in with Google
 	SMTPURL            string
 	MailFrom           string
 	SecretKey          []byte // nil: none given (SQLite then keeps perch.key beside the database)
@@ -209,6 +212,34 @@ var settings = []setting{
 		c.PagerDutySecret = v
 		return nil
 	}},
+	{"github-client-id", "", "client id of the GitHub OAuth app for sign-in with GitHub (unset: not offered)", func(c *config, v string) error {
+		c.GitHub.ClientID = v
+		return nil
+	}},
+	{"github-client-secret", "", "client secret of that GitHub OAuth app", func(c *config, v string) error {
+		c.GitHub.ClientSecret = v
+		return bothOrNeither("PERCH_GITHUB_CLIENT_ID", c.GitHub.ClientID, "PERCH_GITHUB_CLIENT_SECRET", v)
+	}},
+	{"github-url", "https://github.com", "GitHub's address for sign-in (GitHub Enterprise: https://HOST)", func(c *config, v string) (err error) {
+		c.GitHub.URL, err = serviceURL(v)
+		return err
+	}},
+	{"github-api-url", "https://api.github.com", "GitHub's REST API for sign-in (GitHub Enterprise: https://HOST/api/v3)", func(c *config, v string) (err error) {
+		c.GitHub.APIURL, err = serviceURL(v)
+		return err
+	}},
+	{"google-client-id", "", "OAuth client id for sign-in with Google (unset: not offered)", func(c *config, v string) error {
+		c.Google.ClientID = v
+		return nil
+	}},
+	{"google-client-secret", "", "OAuth client secret for sign-in with Google", func(c *config, v string) error {
+		c.Google.ClientSecret = v
+		return bothOrNeither("PERCH_GOOGLE_CLIENT_ID", c.Google.ClientID, "PERCH_GOOGLE_CLIENT_SECRET", v)
+	}},
+	{"google-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in with Google, found by discovery when first used", func(c *config, v string) (err error) {
+		c.Google.Issuer, err = serviceURL(v)
+		return err
+	}},
 	{"smtp-url", "", "smtp://, smtp+starttls:// or smtps:// URL of the mail server (unset: mail is logged and kept in the outbox)", func(c *config, v string) error {
 		if v == "" {
 			return nil
@@ -267,7 +298,28 @@ var settings = []setting{
 
 // hiddenSettings are the settings whose values an error never repeats:
 // they are keys.
-var hiddenSettings = map[string]bool{"secret-key": true}
+var hiddenSettings = map[string]bool{"secret-key": true, "github-client-secret": true, "google-client-secret": true}
+
+// bothOrNeither refuses one of a client id and secret without the other.
+func bothOrNeither(idName, id, secretName, secret string) error {
+	switch {
+	case id != "" && secret == "":
+		return fmt.Errorf("%s is set: set %s as well", idName, secretName)
+	case id == "" && secret != "":
+		return fmt.Errorf("set %s as well", idName)
+	}
+	return nil
+}
+
+// serviceURL reads the address of a service Perch calls: http(s), with a
+// host, no query; kept without a trailing "/".
+func serviceURL(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("want an http(s) URL such as https://github.example.com")
+	}
+	return strings.TrimSuffix(v, "/"), nil
+}
 
 func splitList(v string) []string {
 	var out []string

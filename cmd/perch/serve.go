@@ -121,6 +121,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxDeliveryNotifications: c.MaxPerDelivery,
 		GitHubSecret:             c.GitHubSecret,
 		PagerDutySecret:          c.PagerDutySecret,
+		GitHub:                   c.GitHub,
+		Google:                   c.Google,
 		MetricsToken:             c.MetricsToken,
 		SeparateMetrics:          c.MetricsListen != "",
 	})
@@ -145,7 +147,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions,
 		MailOutbox: c.SMTPURL == "", MailOutboxNow: outboxNow, AnonymousBroadcast: c.AnonymousBroadcast,
-		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != ""})
+		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != "", SignInProviders: srv.SignInProviders()})
 	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
 	if c.MetricsListen != "" {

@@ -81,6 +81,19 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/auth/device/exchange", map[string]string{"session_id": "{deviceSession}", "code": "dvc_x", "code_verifier": "{deviceVerifier}"}, [6]int{409, 409, 409, 409, 409, 409}},
 	{"GET", "/api/v1/auth/device/requests/{deviceSession}", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"POST", "/api/v1/auth/device/complete", map[string]string{"session_id": "{deviceSession}"}, [6]int{401, 200, 200, 200, 200, 200}},
+	// Sign-in with GitHub and Google (the matrix's server has both): a
+	// redirect to the provider for everyone, and back to sign-in from a
+	// callback without a flow of its own.
+	{"GET", "/api/v1/auth/oauth-a?redirect=/org", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/github", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/oauth-a/callback?code=x&state=y", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/github/callback?error=access_denied&state=y", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/oauth-b?device_session={deviceSession}", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/google", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/oauth-b/callback?code=x&state=y", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/auth/google/callback?code=x", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"GET", "/api/v1/users/me/identities", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"DELETE", "/api/v1/users/me/identities/github", nil, [6]int{401, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/users/me", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"PATCH", "/api/v1/users/me", map[string]string{"name": "Renamed"}, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/users/me/features", nil, [6]int{401, 200, 200, 200, 200, 200}},
@@ -146,7 +159,7 @@ func (w *world) fill(s string) string {
 // answered to the outsider names the other organisation.
 func TestAuthorizationMatrix(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s)
+		a, _ := newOAuthAPI(t, s)
 		n := 0
 		for _, c := range authzCases {
 			for i, role := range authzRoles {

@@ -90,6 +90,24 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
 
+	// Sign-in with GitHub (oauth-a) and Google (oauth-b): the spec's paths
+	// and the real names, each a redirect to the provider and the callback
+	// it sends the browser back to, in a bucket of their own with the
+	// per-user allowance (the provider checks the person; a sign-in is two
+	// requests, and offices share an address); and the identities linked
+	// to the signed-in user's account.
+	github, google := perch.ProviderGitHub, perch.ProviderGoogle
+	m.Handle("GET /api/v1/auth/oauth-a", s.perIP("oauth", user, s.oauthStart(github)))
+	m.Handle("GET /api/v1/auth/github", s.perIP("oauth", user, s.oauthStart(github)))
+	m.Handle("GET /api/v1/auth/oauth-a/callback", s.perIP("oauth", user, s.oauthCallback(github)))
+	m.Handle("GET /api/v1/auth/github/callback", s.perIP("oauth", user, s.oauthCallback(github)))
+	m.Handle("GET /api/v1/auth/oauth-b", s.perIP("oauth", user, s.oauthStart(google)))
+	m.Handle("GET /api/v1/auth/google", s.perIP("oauth", user, s.oauthStart(google)))
+	m.Handle("GET /api/v1/auth/oauth-b/callback", s.perIP("oauth", user, s.oauthCallback(google)))
+	m.Handle("GET /api/v1/auth/google/callback", s.perIP("oauth", user, s.oauthCallback(google)))
+	m.Handle("GET /api/v1/users/me/identities", s.signedIn(s.listIdentities))
+	m.Handle("DELETE /api/v1/users/me/identities/{provider}", s.signedIn(s.deleteIdentity))
+
 	// The audit log: the whole of it for platform admins, an organisation's
 	// own for its owners and admins.
 	m.Handle("GET /api/v1/admin/audit-log", s.allowed(perch.PlatformAdmin, s.adminAuditLog))

@@ -85,6 +85,12 @@ type Options struct {
 	GitHubSecret                     string // checks X-Hub-Signature-256 when set
 	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
 
+	// GitHub and Google are the apps of sign-in with those providers
+	// (DESIGN.md §13); a provider without a client id and secret is not
+	// offered, and its routes answer 404.
+	GitHub GitHubApp
+	Google GoogleApp
+
 	// Now is the server's clock (token expiry, rate-limit headers, when a
 	// token was last used); nil means time.Now. Tests pass one they move.
 	Now func() time.Time
@@ -114,6 +120,9 @@ type Server struct {
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
+
+	providers    map[string]signInProvider // the configured sign-in providers, by name
+	providerHTTP *http.Client              // calls to them
 
 	instance string     // this instance's id in the heartbeats (random)
 	beat     sync.Mutex // orders Heartbeat and Close
@@ -156,6 +165,8 @@ func New(o Options) *Server {
 	if s.mailCfg == nil {
 		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
 	}
+	s.providerHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: providerTimeout}
+	s.providers = newProviders(o, s.providerHTTP)
 	s.origins = http.NewCrossOriginProtection()
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Host != "" {
 		s.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host)
@@ -213,6 +224,7 @@ var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/m
 // being sent, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
 	s.forgetInstance(ctx)
+	s.providerHTTP.CloseIdleConnections()
 	if s.hub != nil {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}

@@ -148,7 +148,8 @@ func (s *Store) AccessPrincipal(ctx context.Context, accessHash string) (*perch.
 }
 
 // PruneSessions deletes expired tokens, sessions that have no live token
-// left and device sign-ins expired for longer than DeviceSessionRetention,
+// left, sign-ins with a provider that were never finished, and device
+// sign-ins expired for longer than DeviceSessionRetention,
 // and returns how many tokens went.
 func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
 	now := s.now()
@@ -160,6 +161,9 @@ func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
 		}
 		n, _ = res.RowsAffected()
 		if _, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE NOT EXISTS (SELECT 1 FROM session_tokens t WHERE t.session_id = sessions.id)`); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, s.q(`DELETE FROM oauth_flows WHERE expires_at <= ?`), ms(now)); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM device_sessions WHERE expires_at <= ?`), ms(now.Add(-DeviceSessionRetention)))

@@ -29,25 +29,35 @@ func scanUser(row interface{ Scan(...any) error }, extra ...any) (*perch.User, e
 // organisation it owns: "<name>'s organisation" on a team-plan trial.
 // It returns ECONFLICT when the e-mail address (case-insensitively) is taken.
 func (s *Store) CreateUser(ctx context.Context, name, email, passwordHash string) (*perch.User, error) {
-	now := s.now()
-	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
-	u := &perch.User{ID: newID(), Email: email, Name: name, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
-	orgName := perch.OrgNameFor(name)
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		orgID, err := s.createOrg(ctx, tx, orgName, now)
-		if err != nil {
-			return err
-		}
-		u.OrgID = orgID
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
-			(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			u.ID, u.OrgID, u.OrgRole, ms(now), u.Email, perch.NormalizeEmail(email), u.Name, passwordHash, ms(now), ms(now))
-		if isUniqueViolation(err) {
-			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
-		}
+	var u *perch.User
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		u, err = s.createOwner(ctx, tx, name, email, passwordHash, false)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// createOwner inserts an account and the organisation it owns, with its
+// address verified when verified.
+func (s *Store) createOwner(ctx context.Context, tx *sql.Tx, name, email, passwordHash string, verified bool) (*perch.User, error) {
+	now := s.now()
+	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
+	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: verified, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
+	orgID, err := s.createOrg(ctx, tx, perch.OrgNameFor(name), now)
+	if err != nil {
+		return nil, err
+	}
+	u.OrgID = orgID
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
+		(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, email_verified, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		u.ID, u.OrgID, u.OrgRole, ms(now), u.Email, perch.NormalizeEmail(email), u.Name, passwordHash, verified, ms(now), ms(now))
+	if isUniqueViolation(err) {
+		return nil, perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ var funcs = template.FuncMap{
 	// passwordRule is the domain's password rule, for the forms' minlength,
 	// maxlength and hint: the one place the pages learn it from.
 	"passwordRule": func() passwordRule { return passwordRule{Min: perch.MinPasswordLen, Max: perch.MaxPasswordLen} },
+	// providerTitle names a sign-in provider: GitHub, Google.
+	"providerTitle": perch.ProviderTitle,
 	// initial is the avatar letter of a name.
 	"initial": func(name string) string {
 		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(name))

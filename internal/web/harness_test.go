@@ -125,7 +125,7 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	// As serve.go: the dashboard beside the API, one middleware around both.
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger,
 		MailOutbox: outbox, AnonymousBroadcast: o.AnonymousBroadcast,
-		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != "", Now: clock.Now})
+		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != "", SignInProviders: srv.SignInProviders(), Now: clock.Now})
 	ts := httptest.NewUnstartedServer(srv.WithPages(dashboard))
 	ts.Listener.Close()
 	ts.Listener = ln

@@ -164,7 +164,49 @@ func (d *Dashboard) DeleteAPIToken(w http.ResponseWriter, r *http.Request, c *ca
 
 // Profile shows the user's name, address and password forms.
 func (d *Dashboard) Profile(w http.ResponseWriter, r *http.Request, c *call) error {
-	return c.page("profile", view{Title: "Profile", Nav: "profile", Form: url.Values{"name": {c.user.Name}, "email": {c.user.Email}}})
+	v, err := c.profileView()
+	if err != nil {
+		return err
+	}
+	v.Error = shownError(r)
+	v.Form = url.Values{"name": {c.user.Name}, "email": {c.user.Email}}
+	return c.page("profile", v)
+}
+
+// profileData is what the profile shows besides the user: the sign-in
+// providers linked to the account, and those it may link.
+type profileData struct {
+	Identities []perch.Identity
+	Linkable   []signInProvider
+}
+
+// profileView is the profile page's view, with the linked providers.
+func (c *call) profileView() (view, error) {
+	var ids []perch.Identity
+	if err := c.do(http.MethodGet, "/api/v1/users/me/identities", nil, &ids); err != nil {
+		return view{}, err
+	}
+	data := profileData{Identities: ids}
+	for _, p := range c.d.providers {
+		if !slices.ContainsFunc(ids, func(i perch.Identity) bool { return i.Provider == p.Name }) {
+			data.Linkable = append(data.Linkable, p)
+		}
+	}
+	return view{Title: "Profile", Nav: "profile", Data: data}, nil
+}
+
+// RemoveIdentity unlinks a sign-in provider from the account; the API
+// refuses to remove the last way to sign in.
+func (d *Dashboard) RemoveIdentity(w http.ResponseWriter, r *http.Request, c *call) error {
+	provider := r.PathValue("provider")
+	if err := c.do(http.MethodDelete, "/api/v1/users/me/identities/"+url.PathEscape(provider), nil, nil); err != nil {
+		v, verr := c.profileView()
+		if verr != nil {
+			return err
+		}
+		return c.formError("profile", v, err)
+	}
+	return c.redirect("/profile", perch.ProviderTitle(provider)+" is no longer linked to your account.")
 }
 
 // UpdateProfile changes the name, and the address (which takes effect once
@@ -181,7 +223,11 @@ func (d *Dashboard) UpdateProfile(w http.ResponseWriter, r *http.Request, c *cal
 		PendingEmail string `json:"pending_email"`
 	}
 	if err := c.do(http.MethodPatch, "/api/v1/users/me", in, &out); err != nil {
-		return c.formError("profile", view{Title: "Profile", Nav: "profile"}, err)
+		v, verr := c.profileView()
+		if verr != nil {
+			return err
+		}
+		return c.formError("profile", v, err)
 	}
 	msg := "Your profile is saved."
 	if out.PendingEmail != "" {
@@ -196,9 +242,11 @@ func (d *Dashboard) ChangePassword(w http.ResponseWriter, r *http.Request, c *ca
 	f := r.PostForm
 	in := map[string]any{"password": f.Get("password"), "current_password": f.Get("current_password")}
 	if err := c.do(http.MethodPatch, "/api/v1/users/me", in, nil); err != nil {
-		v := view{Title: "Profile", Nav: "profile"}
-		err = c.formError("profile", v, err)
-		return err
+		v, verr := c.profileView()
+		if verr != nil {
+			return err
+		}
+		return c.formError("profile", v, err)
 	}
 	return c.redirect("/profile", "Your password is changed; your other sign-ins have ended.")
 }

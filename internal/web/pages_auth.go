@@ -32,7 +32,18 @@ func (d *Dashboard) SignInPage(w http.ResponseWriter, r *http.Request, c *call) 
 			return nil
 		}
 	}
-	return c.page("signin", view{Title: "Sign in", Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
+	return c.page("signin", view{Title: "Sign in", Error: shownError(r), Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
+}
+
+// shownError is the message a redirect brought in ?error= (a sign-in with
+// GitHub or Google that did not succeed): single-line text, cut to 500
+// characters; the template escapes it.
+func shownError(r *http.Request) string {
+	msg := strings.TrimSpace(perch.CleanText(r.URL.Query().Get("error"), perch.SingleLine))
+	if runes := []rune(msg); len(runes) > 500 {
+		msg = string(runes[:500]) + "…"
+	}
+	return msg
 }
 
 // SignIn signs in with an address and a password.

@@ -10,7 +10,11 @@ func (d *Dashboard) SetNewsletter(w http.ResponseWriter, r *http.Request, c *cal
 	r.ParseForm()
 	on := r.PostForm.Get("newsletter") == "on"
 	if err := c.do(http.MethodPatch, "/api/v1/users/me", map[string]any{"newsletter": on}, nil); err != nil {
-		return c.formError("profile", view{Title: "Profile", Nav: "profile"}, err)
+		v, verr := c.profileView()
+		if verr != nil {
+			return err
+		}
+		return c.formError("profile", v, err)
 	}
 	msg := "You have left the newsletter."
 	if on {

@@ -47,6 +47,7 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /profile", d.Private(d.UpdateProfile))
 	m.Handle("POST /profile/password", d.Private(d.ChangePassword))
 	m.Handle("POST /profile/newsletter", d.Private(d.SetNewsletter))
+	m.Handle("POST /profile/identities/{provider}/remove", d.Private(d.RemoveIdentity))
 	m.Handle("GET /newsletter/unsubscribe", d.Public(d.UnsubscribePage))
 	m.Handle("POST /newsletter/unsubscribe", d.Public(d.Unsubscribe))
 	m.Handle("GET /plans", d.Private(d.Plans))

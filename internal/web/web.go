@@ -53,6 +53,10 @@ type Options struct {
 	// GitHubSigned and PagerDutySigned say that the server checks those
 	// senders' signatures, so the Webhooks page's example signs its body.
 	GitHubSigned, PagerDutySigned bool
+	// SignInProviders are the sign-in providers the server is configured
+	// for (server.Server.SignInProviders: github, google); the sign-in and
+	// sign-up pages offer them, and the profile links them.
+	SignInProviders []string
 	// Now is the clock, the server's (tests set one); nil is time.Now.
 	Now func() time.Time
 }
@@ -73,7 +77,14 @@ type Dashboard struct {
 	outboxNow func(context.Context) bool
 	broadcast bool            // token-less deliveries are broadcast
 	signed    map[string]bool // senders whose signatures the server checks
+	providers []signInProvider
 	now       func() time.Time
+}
+
+// signInProvider is a sign-in provider as the pages offer it.
+type signInProvider struct {
+	Name  string // github, google: the API's path
+	Title string // GitHub, Google
 }
 
 // New parses the templates; a template that does not parse is a bug, and
@@ -95,6 +106,9 @@ func New(o Options) *Dashboard {
 	}
 	if d.now == nil {
 		d.now = time.Now
+	}
+	for _, p := range o.SignInProviders {
+		d.providers = append(d.providers, signInProvider{Name: p, Title: perch.ProviderTitle(p)})
 	}
 	// The feed's WebSocket is on this server: browsers before CSP level 3
 	// do not count ws(s):// of the page's own host as 'self', so it is named.
@@ -187,6 +201,8 @@ type view struct {
 	// Elsewhere are the other regions' deployments, where an account of
 	// another region signs in.
 	Elsewhere []perch.Region
+	// Providers are the sign-in providers the server offers.
+	Providers []signInProvider
 }
 
 // handler is a page action; it returns an error to show, or nil.
@@ -340,6 +356,7 @@ func (c *call) render(status int, page string, v view) {
 		v.User = c.user
 	}
 	v.Elsewhere = c.d.elsewhere
+	v.Providers = c.d.providers
 	v.Outbox = c.outboxed()
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
