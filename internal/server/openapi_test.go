@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	goparser "go/parser"
@@ -42,6 +44,52 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 			t.Errorf("%s and %s share the operationId %q", op, other, o.OperationID)
 		}
 		seen[o.OperationID] = op
+	}
+}
+
+// TestOpenAPIHasNoRepeatedKeys: a member named twice in one object of
+// openapi.json is legal JSON that every reader takes differently (most keep
+// the last), so a merge that repeats a schema or parameter must not pass.
+func TestOpenAPIHasNoRepeatedKeys(t *testing.T) {
+	dec := json.NewDecoder(bytes.NewReader(openAPIDocument))
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					t.Errorf("%s names %q twice", path, key)
+				}
+				seen[key] = true
+				if err := walk(path + "/" + key); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s/%d", path, i)); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		t.Fatal(err)
 	}
 }
 
