@@ -21,6 +21,14 @@ const (
 // is sent.
 const SessionCookie = "perch_session"
 
+// RefreshCookie carries a dashboard session's refresh token, sent only to
+// RefreshCookiePath, where the dashboard renews and ends sessions. The API
+// sets both cookies itself where a sign-in ends in a browser (SAML).
+const (
+	RefreshCookie     = "perch_refresh"
+	RefreshCookiePath = "/session"
+)
+
 // MaxTokenLabelLen is the longest API or webhook token label.
 const MaxTokenLabelLen = 100
 

@@ -18,8 +18,8 @@ import (
 // it (see renew).
 const (
 	SessionCookie = perch.SessionCookie
-	RefreshCookie = "perch_refresh"
-	RefreshPath   = "/session"
+	RefreshCookie = perch.RefreshCookie
+	RefreshPath   = perch.RefreshCookiePath
 )
 
 // newCall builds the API client of one page request, signed in with the
