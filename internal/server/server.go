@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -85,6 +86,15 @@ type Options struct {
 	GitHubSecret                     string // checks X-Hub-Signature-256 when set
 	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
 
+	// LookupTXT looks up the DNS TXT records of a name, for the
+	// verification of an organisation's SSO domains; nil means the system's
+	// resolver. Tests pass a stub.
+	LookupTXT func(ctx context.Context, name string) ([]string, error)
+	// SAMLMetadataLoopback lets the server fetch an identity provider's
+	// metadata from a loopback address, which it otherwise refuses with
+	// every private, link-local and shared one (tests).
+	SAMLMetadataLoopback bool
+
 	// Now is the server's clock (token expiry, rate-limit headers, when a
 	// token was last used); nil means time.Now. Tests pass one they move.
 	Now func() time.Time
@@ -132,6 +142,9 @@ func New(o Options) *Server {
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.LookupTXT == nil {
+		o.LookupTXT = net.DefaultResolver.LookupTXT
 	}
 	s := &Server{
 		store:   o.Store,
