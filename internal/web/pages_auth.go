@@ -32,7 +32,9 @@ func (d *Dashboard) SignInPage(w http.ResponseWriter, r *http.Request, c *call) 
 			return nil
 		}
 	}
-	return c.page("signin", view{Title: "Sign in", Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
+	// A sign-in that failed elsewhere (single sign-on) comes back with
+	// ?error=, said here.
+	return c.page("signin", view{Title: "Sign in", Error: signInError(r), Form: url.Values{"next": {next}, "email": {r.URL.Query().Get("email")}}})
 }
 
 // SignIn signs in with an address and a password.
