@@ -200,10 +200,11 @@ func (t samlTrust) check(response, assertion, received *etree.Element) (*samlIde
 
 	now := t.now
 	until := now.Add(perch.SAMLClockSkew)
-	subject := firstChild(assertion, nsAssertion, "Subject")
-	if subject == nil {
-		return nil, refuse("The assertion has no subject.")
+	subjects := childrenOf(assertion, nsAssertion, "Subject")
+	if len(subjects) != 1 {
+		return nil, refuse("The assertion must have one subject.")
 	}
+	subject := subjects[0]
 	inResponseTo, bearers := "", 0
 	for _, sc := range childrenOf(subject, nsAssertion, "SubjectConfirmation") {
 		if attr(sc, "Method") != cmBearer {
