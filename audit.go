@@ -90,6 +90,12 @@ const (
 	AuditNewsletterSent      = "admin.newsletter.sent"
 	AuditNewsletterLeft      = "user.newsletter_unsubscribed"
 	AuditLogExported         = "audit.exported"
+	AuditSAMLUpdated         = "org.saml.updated"         // the organisation's SAML settings stored
+	AuditSAMLDeleted         = "org.saml.deleted"         // and removed
+	AuditSAMLTested          = "org.saml.tested"          // the settings checked
+	AuditSAMLDomainVerified  = "org.saml.domain_verified" // a domain's DNS record found
+	AuditSCIMTokenCreated    = "org.scim_token.created"   // a new SCIM token, which replaces the old
+	AuditSAMLProvisioned     = "auth.saml.provisioned"    // an account made at its first SAML sign-in (jit_provisioning)
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

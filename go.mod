@@ -29,6 +29,16 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 )
 
+// SAML single sign-on: goxmldsig is held at v1.6.1, above the v1.4.0
+// crewjam/saml asks for (DESIGN.md §13, advisory GO-2026-6909).
+require (
+	github.com/beevik/etree v1.7.0
+	github.com/crewjam/saml v0.5.1
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/mattermost/xml-roundtrip-validator v0.1.0
+	github.com/russellhaering/goxmldsig v1.6.1
+)
+
 require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect

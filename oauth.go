@@ -59,7 +59,7 @@ const OAuthFlowTTL = 10 * time.Minute
 
 // Cookies the API sets for the dashboard. The session cookies are the
 // dashboard's (internal/web/session.go), set by the API as well when a
-// sign-in with a provider ends; the flow cookie binds a sign-in with a
+// sign-in with a provider or through SAML ends; the flow cookie binds a sign-in with a
 // provider to the browser that started it, under the paths of the
 // callbacks only.
 const (

@@ -13,6 +13,7 @@ const (
 	ManageTeams                     // owners and admins: create, edit, delete teams and their members
 	ManageInvitations               // owners and admins: list, send and revoke invitations
 	ViewOrgAudit                    // owners and admins: the organisation's audit log
+	ManageSSO                       // owners: single sign-on (SAML), its domains and the SCIM token
 	PlatformAdmin                   // platform admins: /admin
 )
 
@@ -28,6 +29,11 @@ func Authorize(u *User, a Action) error {
 			return nil
 		}
 		return errOrgAdminsOnly
+	case ManageSSO:
+		if u.OrgRole == RoleOwner {
+			return nil
+		}
+		return Errorf(EFORBIDDEN, "Only owners of the organisation may set up single sign-on.")
 	case PlatformAdmin:
 		if u.IsAdmin {
 			return nil

@@ -260,7 +260,8 @@ func openSecrets(c *config, st *store.Store, logger *slog.Logger) (*secrets.Box,
 	return secrets.New(key)
 }
 
-// prune deletes expired sign-in tokens, and notifications and audit entries
+// prune deletes expired sign-in tokens, SAML sign-ins never answered and
+// used assertions past their validity, and notifications and audit entries
 // past their retention, every ten minutes until ctx ends.
 func prune(ctx context.Context, st *store.Store, retention, auditRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(pruneEvery / 10) // a job runs once per pruneEvery across all instances
@@ -286,6 +287,11 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 				logger.Warn("pruning the audit log failed", "err", err)
 			} else if n > 0 {
 				logger.Info("pruned audit entries past retention", "count", n, "retention", auditRetention)
+			}
+			if n, err := st.PruneSAML(ctx); err != nil {
+				logger.Warn("pruning SAML sign-ins failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned expired SAML sign-ins and used assertions", "count", n)
 			}
 			return nil
 		})

@@ -69,15 +69,20 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.signIn(r.Context(), u)
-	if err != nil {
-		return err
-	}
 	changes := map[string]any{"name": u.Name, "org_role": u.OrgRole}
 	if in.InvitationToken != "" {
 		changes["invited"] = true
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditRegistered, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID, Changes: changes})
+	// An invitation into an organisation that signs in with SAML alone makes
+	// the account, but its sign-in is through SAML.
+	if err := s.ssoRefusal(r.Context(), u, "password"); err != nil {
+		return err
+	}
+	res, err := s.signIn(r.Context(), u)
+	if err != nil {
+		return err
+	}
 	return respond(w, http.StatusCreated, res)
 }
 
@@ -108,10 +113,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	u, hash, err := s.store.UserCredentials(r.Context(), in.Email)
 	switch perch.ErrorCode(err) {
 	case "":
+		if hash == "" { // an account made by single sign-on has no password: as long to refuse as a wrong one
+			auth.CheckMissing(in.Password)
+		}
 		if !auth.CheckPassword(hash, in.Password) {
 			s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
 				Changes: map[string]any{"reason": "wrong password"}})
 			return errBadCredentials
+		}
+		if err := s.ssoRefusal(r.Context(), u, "a password"); err != nil {
+			if perch.ErrorCode(err) == perch.EFORBIDDEN {
+				s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+					Changes: map[string]any{"reason": "single sign-on enforced", "method": "password"}})
+			}
+			return err
 		}
 	case perch.ENOTFOUND:
 		// Same work and the same answer as a wrong password: a login reveals

@@ -288,6 +288,13 @@ func (s *Server) linkIdentity(r *http.Request, userID string, link perch.Identit
 // the dashboard's cookies, and the audit entry. Whatever may refuse such a
 // sign-in to u goes here.
 func (s *Server) oauthSignIn(w http.ResponseWriter, r *http.Request, u *perch.User, provider string) error {
+	if err := s.ssoRefusal(r.Context(), u, provider); err != nil {
+		if perch.ErrorCode(err) == perch.EFORBIDDEN {
+			s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+				Changes: map[string]any{"reason": "single sign-on enforced", "method": provider}})
+		}
+		return err
+	}
 	res, err := s.signIn(r.Context(), u)
 	if perch.ErrorCode(err) == perch.EFORBIDDEN { // the account is disabled
 		s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,

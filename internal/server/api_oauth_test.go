@@ -334,6 +334,35 @@ func TestOAuthRefusesDisabledAccounts(t *testing.T) {
 	})
 }
 
+// A member of an organisation that signs in with SAML alone cannot sign in
+// with a provider either; its owners can (break-glass).
+func TestOAuthRefusesWhereSingleSignOnIsEnforced(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a, p := newOAuthAPI(t, s)
+		owner := a.register("Olive Owner")
+		bob := a.invite(owner, "Bob Member", "member")
+		a.verifyEmail(owner)
+		expect(t, a.call("PUT", "/api/v1/org/saml", owner.Access, map[string]any{"idp_metadata_xml": testIDPMetadata(), "enabled": true, "enforce": true}), 200)
+
+		p.github.SignInAs(githubUser(21, "bob", bob.Email, true))
+		b := a.browser()
+		res, _ := b.signIn("/api/v1/auth/github")
+		if msg := refused(t, res, "/signin"); !strings.Contains(msg, "single sign-on") {
+			t.Fatalf("message %q", msg)
+		}
+		if b.session() != "" {
+			t.Fatal("a member of an organisation that enforces single sign-on got a session")
+		}
+
+		p.github.SignInAs(githubUser(22, "olive", owner.Email, true))
+		b = a.browser()
+		res, _ = b.signIn("/api/v1/auth/github")
+		if b.me(b.landed(res, "/notifications"))["id"] != owner.ID {
+			t.Fatal("the owner did not sign in")
+		}
+	})
+}
+
 // A desktop sign-in continues through a provider: the browser lands on the
 // approval page of that sign-in, signed in, and the app ends up with its
 // own session once the page approves it.

@@ -146,6 +146,27 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/admin/newsletter", map[string]string{"subject": "S", "body": "B"}, [6]int{401, 403, 403, 403, 403, 202}},
 	{"POST", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{303, 303, 303, 303, 303, 303}},
+	{"GET", "/api/v1/auth/saml/metadata?org_id={org}", nil, [6]int{404, 404, 404, 404, 404, 404}},
+	{"GET", "/api/v1/auth/saml/login?org_id={org}", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"POST", "/api/v1/auth/saml/acs", nil, [6]int{302, 302, 302, 302, 302, 302}},
+	{"POST", "/api/v1/auth/saml/discover", map[string]string{"org": "nobody"}, [6]int{404, 404, 404, 404, 404, 404}},
+	{"GET", "/api/v1/admin/orgs/{org}/saml", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"PUT", "/api/v1/admin/orgs/{org}/saml", samlSettingsBody, [6]int{401, 403, 403, 403, 403, 200}},
+	{"DELETE", "/api/v1/admin/orgs/{org}/saml", nil, [6]int{401, 403, 403, 403, 403, 404}},
+	{"POST", "/api/v1/admin/orgs/{org}/saml/test", nil, [6]int{401, 403, 403, 403, 403, 200}},
+	{"POST", "/api/v1/admin/orgs/{org}/saml/scim-token", nil, [6]int{401, 403, 403, 403, 403, 201}},
+	{"GET", "/api/v1/org/saml", nil, [6]int{401, 200, 403, 403, 200, 200}},
+	{"PUT", "/api/v1/org/saml", samlSettingsBody, [6]int{401, 200, 403, 403, 200, 200}},
+	{"DELETE", "/api/v1/org/saml", nil, [6]int{401, 404, 403, 403, 404, 404}},
+	{"POST", "/api/v1/org/saml/test", nil, [6]int{401, 200, 403, 403, 200, 200}},
+	{"POST", "/api/v1/org/saml/scim-token", nil, [6]int{401, 201, 403, 403, 201, 201}},
+	{"POST", "/api/v1/org/saml/domains/verify", nil, [6]int{401, 404, 403, 403, 404, 404}},
+}
+
+// samlSettingsBody is SAML settings over a fixed identity provider's
+// metadata.
+func samlSettingsBody(*world) any {
+	return map[string]any{"idp_metadata_xml": testIDPMetadata(), "enabled": true}
 }
 
 func (w *world) fill(s string) string {

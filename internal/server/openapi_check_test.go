@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,6 +77,20 @@ var spec = sync.OnceValues(func() (*apiSpec, error) {
 	openapi3filter.RegisterBodyDecoder("text/html", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 		b, err := io.ReadAll(body)
 		return string(b), err
+	})
+	// SAML metadata is read as text, once it reads as XML.
+	openapi3filter.RegisterBodyDecoder("application/samlmetadata+xml", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return nil, err
+		}
+		for dec := xml.NewDecoder(bytes.NewReader(b)); ; {
+			if _, err := dec.Token(); err == io.EOF {
+				return string(b), nil
+			} else if err != nil {
+				return nil, err
+			}
+		}
 	})
 	// An NDJSON export is read as the list of its lines, each checked
 	// against the schema's items.

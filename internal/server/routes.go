@@ -108,6 +108,26 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/users/me/identities", s.signedIn(s.listIdentities))
 	m.Handle("DELETE /api/v1/users/me/identities/{provider}", s.signedIn(s.deleteIdentity))
 
+	// Single sign-on: SAML per organisation (saml*.go). The service
+	// provider's routes are public, limited per client address with the
+	// per-user allowance (an office signs in from one address); the
+	// settings are for the organisation's owners and for platform admins.
+	m.Handle("GET /api/v1/auth/saml/metadata", s.perIP("sso", user, s.samlMetadata))
+	m.Handle("GET /api/v1/auth/saml/login", s.perIP("sso", user, s.samlLogin))
+	m.Handle("POST /api/v1/auth/saml/acs", s.perIP("sso", user, s.samlACS))
+	m.Handle("POST /api/v1/auth/saml/discover", s.perIP("sso", user, s.samlDiscover))
+	m.Handle("GET /api/v1/admin/orgs/{id}/saml", s.allowed(perch.PlatformAdmin, s.getSAML))
+	m.Handle("PUT /api/v1/admin/orgs/{id}/saml", s.allowed(perch.PlatformAdmin, s.putSAML))
+	m.Handle("DELETE /api/v1/admin/orgs/{id}/saml", s.allowed(perch.PlatformAdmin, s.deleteSAML))
+	m.Handle("POST /api/v1/admin/orgs/{id}/saml/test", s.allowed(perch.PlatformAdmin, s.testSAML))
+	m.Handle("POST /api/v1/admin/orgs/{id}/saml/scim-token", s.allowed(perch.PlatformAdmin, s.createSCIMToken))
+	m.Handle("GET /api/v1/org/saml", s.allowed(perch.ManageSSO, s.getSAML))
+	m.Handle("PUT /api/v1/org/saml", s.allowed(perch.ManageSSO, s.putSAML))
+	m.Handle("DELETE /api/v1/org/saml", s.allowed(perch.ManageSSO, s.deleteSAML))
+	m.Handle("POST /api/v1/org/saml/test", s.allowed(perch.ManageSSO, s.testSAML))
+	m.Handle("POST /api/v1/org/saml/scim-token", s.allowed(perch.ManageSSO, s.createSCIMToken))
+	m.Handle("POST /api/v1/org/saml/domains/verify", s.allowed(perch.ManageSSO, s.verifySAMLDomains))
+
 	// The audit log: the whole of it for platform admins, an organisation's
 	// own for its owners and admins.
 	m.Handle("GET /api/v1/admin/audit-log", s.allowed(perch.PlatformAdmin, s.adminAuditLog))

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -90,6 +91,14 @@ type Options struct {
 	// offered, and its routes answer 404.
 	GitHub GitHubApp
 	Google GoogleApp
+	// LookupTXT looks up the DNS TXT records of a name, for the
+	// verification of an organisation's SSO domains; nil means the system's
+	// resolver. Tests pass a stub.
+	LookupTXT func(ctx context.Context, name string) ([]string, error)
+	// SAMLMetadataLoopback lets the server fetch an identity provider's
+	// metadata from a loopback address, which it otherwise refuses with
+	// every private, link-local and shared one (tests).
+	SAMLMetadataLoopback bool
 
 	// Now is the server's clock (token expiry, rate-limit headers, when a
 	// token was last used); nil means time.Now. Tests pass one they move.
@@ -141,6 +150,9 @@ func New(o Options) *Server {
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.LookupTXT == nil {
+		o.LookupTXT = net.DefaultResolver.LookupTXT
 	}
 	s := &Server{
 		store:   o.Store,

@@ -1,0 +1,497 @@
+package server
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"encoding/xml"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crewjam/saml"
+	dsig "github.com/russellhaering/goxmldsig"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// SAML single sign-on, the service provider's side (DESIGN.md §13): the
+// metadata an identity provider reads, the start of a sign-in, and the
+// assertion consumer service that ends it in a dashboard session. The
+// settings are in saml_config.go, Perch's own checks of a response in
+// saml_verify.go.
+
+// The service provider's paths.
+const (
+	samlMetadataPath = "/api/v1/auth/saml/metadata"
+	samlLoginPath    = "/api/v1/auth/saml/login"
+	samlACSPath      = "/api/v1/auth/saml/acs"
+)
+
+// samlDefaultTarget is where a sign-in that asked for no page ends.
+const samlDefaultTarget = "/notifications"
+
+// spCertificateLife is how long the certificate of an organisation's
+// service provider key is valid.
+const spCertificateLife = 10 * 365 * 24 * time.Hour
+
+func (s *Server) baseURL() string { return strings.TrimRight(s.opts.BaseURL, "/") }
+
+// samlEntityID is this server's entity ID for an organisation, which is
+// also the URL of its metadata.
+func (s *Server) samlEntityID(orgID string) string {
+	return s.baseURL() + samlMetadataPath + "?org_id=" + url.QueryEscape(orgID)
+}
+
+func (s *Server) samlACSURL() string { return s.baseURL() + samlACSPath }
+
+func (s *Server) samlLoginURL(orgID string) string {
+	return s.baseURL() + samlLoginPath + "?org_id=" + url.QueryEscape(orgID)
+}
+
+// serviceProvider is the library's service provider for an organisation's
+// settings, signing with key (nil where nothing is signed).
+func (s *Server) serviceProvider(cfg *store.SAMLConfig, key crypto.Signer) (*saml.ServiceProvider, *idpMetadata, error) {
+	md, err := parseIDPMetadata([]byte(cfg.IDPMetadataXML))
+	if err != nil {
+		return nil, nil, errors.New("saml: the stored metadata " + err.Error())
+	}
+	block, _ := pem.Decode([]byte(cfg.SPCertificate))
+	if block == nil {
+		return nil, nil, errors.New("saml: no stored service provider certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	entity, err := url.Parse(s.samlEntityID(cfg.OrgID))
+	if err != nil {
+		return nil, nil, err
+	}
+	acs, err := url.Parse(s.samlACSURL())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &saml.ServiceProvider{
+		EntityID: entity.String(), Key: key, Certificate: cert, MetadataURL: *entity, AcsURL: *acs,
+		IDPMetadata: md.Descriptor, AuthnNameIDFormat: saml.EmailAddressNameIDFormat,
+		AllowIDPInitiated: cfg.AllowIDPInitiated, SignatureMethod: dsig.RSASHA256SignatureMethod,
+	}, md, nil
+}
+
+// newSPKey makes an organisation's service provider key and its
+// self-signed certificate (PEM), which the metadata publishes.
+func newSPKey(orgID string, now time.Time) (*rsa.PrivateKey, string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "Perch SAML " + orgID, Organization: []string{"Perch"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(spCertificateLife),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return key, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
+}
+
+// spKey opens an organisation's sealed service provider key.
+func (s *Server) spKey(cfg *store.SAMLConfig) (crypto.Signer, error) {
+	if s.opts.Secrets == nil {
+		return nil, errors.New("no secret key is set (PERCH_SECRET_KEY)")
+	}
+	der, err := s.opts.Secrets.Open(cfg.SPKeySealed)
+	if err != nil {
+		return nil, err
+	}
+	key, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("the stored key is not an RSA key")
+	}
+	return signer, nil
+}
+
+// samlConfigOf returns the organisation's settings, or ENOTFOUND with a
+// message for people.
+func (s *Server) samlConfigOf(ctx context.Context, orgID string) (*store.SAMLConfig, error) {
+	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	if perch.ErrorCode(err) == perch.ENOTFOUND {
+		return nil, perch.Errorf(perch.ENOTFOUND, "This organisation has no SAML single sign-on.")
+	}
+	return cfg, err
+}
+
+// samlMetadata serves GET /api/v1/auth/saml/metadata?org_id=: the service
+// provider's metadata for the organisation's identity provider. It
+// publishes the signing certificate (the AuthnRequests are signed), no
+// encryption key (assertions come unencrypted, over HTTPS) and the
+// HTTP-POST binding of the ACS alone.
+func (s *Server) samlMetadata(w http.ResponseWriter, r *http.Request) error {
+	cfg, err := s.samlConfigOf(r.Context(), r.URL.Query().Get("org_id"))
+	if err != nil {
+		return err
+	}
+	sp, _, err := s.serviceProvider(cfg, nil)
+	if err != nil {
+		return err
+	}
+	ed := sp.Metadata()
+	for i := range ed.SPSSODescriptors {
+		d := &ed.SPSSODescriptors[i]
+		var keys []saml.KeyDescriptor
+		for _, k := range d.KeyDescriptors {
+			if k.Use == "signing" {
+				keys = append(keys, k)
+			}
+		}
+		d.KeyDescriptors = keys
+		var acs []saml.IndexedEndpoint
+		for _, e := range d.AssertionConsumerServices {
+			if e.Binding == saml.HTTPPostBinding {
+				acs = append(acs, e)
+			}
+		}
+		d.AssertionConsumerServices = acs
+	}
+	out, err := xml.MarshalIndent(ed, "", "  ")
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/samlmetadata+xml")
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte(xml.Header))
+	w.Write(out)
+	return nil
+}
+
+// samlTarget is where a sign-in ends: the desktop sign-in to approve
+// (device_session), a page of this site (redirect), or the feed.
+func samlTarget(redirect, deviceSession string) string {
+	deviceSession = strings.TrimSpace(deviceSession)
+	if deviceSession != "" && utf8.RuneCountInString(deviceSession) <= 64 && perch.TextProblem(deviceSession, perch.SingleLine) == "" {
+		return "/device?session_id=" + url.QueryEscape(deviceSession)
+	}
+	if perch.LocalPath(redirect) {
+		return redirect
+	}
+	return samlDefaultTarget
+}
+
+// samlLogin serves GET /api/v1/auth/saml/login?org_id=&redirect=&device_session=:
+// it starts a sign-in at the organisation's identity provider with a
+// signed AuthnRequest (HTTP-Redirect). The request is remembered with a
+// random RelayState and the page to end on, for the answer. Anything that
+// stops it sends the browser back to sign in, with the reason.
+func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	cfg, err := s.store.SAMLConfig(r.Context(), q.Get("org_id"))
+	switch {
+	case perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
+		return s.toSignIn(w, r, "Single sign-on is not set up for this organisation.")
+	case err != nil:
+		return err
+	}
+	key, err := s.spKey(cfg)
+	if err != nil {
+		s.log.Error("saml: the service provider key cannot be opened", "org_id", cfg.OrgID, "err", err, "request_id", requestID(r))
+		return s.toSignIn(w, r, "Single sign-on cannot start: this server cannot read its SAML key. Tell the administrators of this Perch server.")
+	}
+	sp, md, err := s.serviceProvider(cfg, key)
+	if err != nil {
+		return err
+	}
+	req, err := sp.MakeAuthenticationRequest(md.SSOURL, saml.HTTPRedirectBinding, saml.HTTPPostBinding)
+	if err != nil {
+		return err
+	}
+	relay := rand.Text()
+	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: req.ID, OrgID: cfg.OrgID, RelayState: relay,
+		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
+	if err != nil {
+		return err
+	}
+	to, err := req.Redirect(relay, sp)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", to.String())
+	w.WriteHeader(http.StatusFound)
+	return nil
+}
+
+// toSignIn sends the browser to the sign-in page with a message.
+func (s *Server) toSignIn(w http.ResponseWriter, r *http.Request, message string) error {
+	w.Header().Set("Location", "/signin?error="+url.QueryEscape(message))
+	w.WriteHeader(http.StatusFound)
+	return nil
+}
+
+// samlACS serves POST /api/v1/auth/saml/acs, where the browser brings the
+// identity provider's response (HTTP-POST binding). Accepted, it signs the
+// user in as password sign-in does, sets the dashboard's session cookies
+// and sends the browser on to the page the sign-in was started for;
+// refused, back to sign in with the reason. Every outcome is audited.
+func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		if _, big := errors.AsType[*http.MaxBytesError](err); big {
+			return err
+		}
+		return s.samlRefused(w, r, "", "", refuse("The sign-in response cannot be read."))
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(r.PostForm.Get("SAMLResponse")))
+	if err != nil || len(raw) == 0 {
+		return s.samlRefused(w, r, "", "", refuse("The identity provider sent no SAML response."))
+	}
+	relay := r.PostForm.Get("RelayState")
+	ctx := r.Context()
+
+	// The organisation: the one the sign-in was started for, or, for a
+	// sign-in the identity provider started, the one the assertion claims
+	// to be for (which the checks then hold it to).
+	var req *store.SAMLRequest
+	if relay != "" {
+		if req, err = s.store.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
+			req = nil
+		} else if err != nil {
+			return s.samlRefused(w, r, "", "", err)
+		}
+	}
+	var orgID, reqID, target string
+	switch {
+	case req != nil:
+		orgID, reqID, target = req.OrgID, req.ID, req.Target
+	case perch.LocalPath(relay): // an identity provider may name the page to end on
+		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), relay
+	default:
+		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
+	}
+	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	switch {
+	case orgID == "" || perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
+		return s.samlRefused(w, r, orgID, "", refuse("Single sign-on is not enabled for the organisation this response is for."))
+	case err != nil:
+		return s.samlRefused(w, r, orgID, "", err)
+	}
+	certs, err := parseCertsPEM(cfg.IDPCertificates)
+	if err != nil {
+		return s.samlRefused(w, r, orgID, "", err)
+	}
+	id, err := verifySAMLResponse(raw, samlTrust{
+		idpEntityID: cfg.IDPEntityID, certs: certs, audience: s.samlEntityID(orgID), acsURL: s.samlACSURL(),
+		requestID: reqID, allowIDPInitiated: cfg.AllowIDPInitiated, emailAttribute: cfg.EmailAttribute, now: s.now(),
+	})
+	if err != nil {
+		return s.samlRefused(w, r, orgID, "", err)
+	}
+
+	// The library's checks of the same response, after Perch's.
+	sp, _, err := s.serviceProvider(cfg, nil)
+	if err != nil {
+		return s.samlRefused(w, r, orgID, id.Email, err)
+	}
+	var possible []string
+	if reqID != "" {
+		possible = []string{reqID}
+	}
+	assertion, err := sp.ParseXMLResponse(raw, possible, sp.AcsURL)
+	if err != nil {
+		detail := err
+		if ire, ok := errors.AsType[*saml.InvalidResponseError](err); ok {
+			detail = ire.PrivateErr
+		}
+		s.log.Info("saml: the library refused a response Perch accepted", "org_id", orgID, "err", detail, "request_id", requestID(r))
+		return s.samlRefused(w, r, orgID, id.Email, refuse("The identity provider's response did not pass the SAML library's checks."))
+	}
+	if assertion.ID != id.AssertionID {
+		return s.samlRefused(w, r, orgID, id.Email, refuse("The SAML library read another assertion than Perch did."))
+	}
+
+	// Used once: the sign-in it answers ends, and its ID is remembered on
+	// every instance for as long as it is valid.
+	if reqID != "" {
+		if err := s.store.ConsumeSAMLRequest(ctx, orgID, reqID); perch.ErrorCode(err) == perch.ENOTFOUND {
+			return s.samlRefused(w, r, orgID, id.Email, refuse("This sign-in was completed already or has expired: start again."))
+		} else if err != nil {
+			return s.samlRefused(w, r, orgID, id.Email, err)
+		}
+	}
+	if err := s.store.MarkSAMLAssertionUsed(ctx, orgID, id.AssertionID, id.Until); err != nil {
+		if perch.ErrorCode(err) == perch.ECONFLICT {
+			err = refuse("This sign-in response was used already: start again.")
+		}
+		return s.samlRefused(w, r, orgID, id.Email, err)
+	}
+
+	u, err := s.samlUser(r, cfg, id)
+	if err != nil {
+		return s.samlRefused(w, r, orgID, id.Email, err)
+	}
+	res, err := s.signIn(ctx, u)
+	if err != nil {
+		return s.samlRefused(w, r, orgID, id.Email, err)
+	}
+	s.setSessionCookies(w, res.AccessToken, res.RefreshToken)
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSignedIn, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"method": "saml", "idp_entity_id": cfg.IDPEntityID}})
+	w.Header().Set("Location", target)
+	w.WriteHeader(http.StatusFound)
+	return nil
+}
+
+// claimedOrg reads, without trusting it, the organisation a response's
+// audience names: its entity ID is prefix followed by the organisation's
+// ID. "" when it names none.
+func claimedOrg(raw []byte, prefix string) string {
+	doc, err := readXML(raw)
+	if err != nil {
+		return ""
+	}
+	for _, el := range doc.FindElements("//Audience") {
+		if v, ok := cleanText(el); ok {
+			if id, ok := strings.CutPrefix(v, prefix); ok && id != "" {
+				if id, err := url.QueryUnescape(id); err == nil && !strings.ContainsAny(id, "&=#") {
+					return id
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// samlUser is the account an accepted assertion signs in: the member of
+// the organisation with the address, or, with jit_provisioning, a new one
+// with the default role. An account of another organisation is refused.
+func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdentity) (*perch.User, error) {
+	u, _, err := s.store.UserCredentials(r.Context(), id.Email)
+	switch perch.ErrorCode(err) {
+	case "":
+		if u.OrgID != cfg.OrgID {
+			return nil, refuse("The account %s belongs to another organisation on this server, so this organisation's single sign-on cannot sign it in. Sign in with that account's own method.", u.Email)
+		}
+		return u, nil
+	case perch.ENOTFOUND:
+	default:
+		return nil, err
+	}
+	if !cfg.JITProvisioning {
+		return nil, refuse("There is no account for %s in this organisation: ask an owner to invite you.", id.Email)
+	}
+	name, p := id.Name, perch.Problems{}
+	if perch.ValidateName(p, name); len(p) > 0 {
+		name, _, _ = strings.Cut(id.Email, "@")
+	}
+	u, err = s.store.CreateSSOUser(r.Context(), cfg.OrgID, id.Email, name, cfg.DefaultRole)
+	if err != nil {
+		if perch.ErrorCode(err) == perch.ECONFLICT {
+			return nil, refuse("%s", perch.ErrorMessage(err))
+		}
+		return nil, err
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLProvisioned, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"org_role": u.OrgRole, "name": u.Name}})
+	return u, nil
+}
+
+// samlRefused audits a refused sign-in and sends the browser back to sign
+// in with the reason; an error of the server's own is logged and told in
+// general terms.
+func (s *Server) samlRefused(w http.ResponseWriter, r *http.Request, orgID, email string, err error) error {
+	message := perch.ErrorMessage(err)
+	switch perch.ErrorCode(err) {
+	case perch.EINTERNAL, perch.EUNAVAILABLE:
+		s.log.Error("saml: sign-in failed", "org_id", orgID, "err", err, "request_id", requestID(r))
+		message = "Single sign-on failed on this server; try again in a moment."
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: perch.AuditActor{Type: perch.ActorUser, Email: email},
+		OrgID: orgID, Changes: map[string]any{"method": "saml", "reason": message}})
+	return s.toSignIn(w, r, message)
+}
+
+// ssoRefusal refuses a sign-in by method ("password", an OAuth provider)
+// to a member of an organisation that signs in with SAML alone (enforce),
+// except its owners, who keep every way in should the identity provider
+// fail (break-glass).
+func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) error {
+	if u.OrgRole == perch.RoleOwner {
+		return nil
+	}
+	enforced, err := s.store.SSOEnforced(ctx, u.OrgID)
+	if err != nil || !enforced {
+		return err
+	}
+	return perch.Errorf(perch.EFORBIDDEN,
+		"Your organisation signs in with single sign-on, not with %s: choose “Sign in with SSO” on the sign-in page.", method)
+}
+
+// samlDiscover serves POST /api/v1/auth/saml/discover {email} or {org}:
+// the sign-in address of the organisation with SAML enabled that verified
+// the address's domain, or whose slug org is. redirect and
+// device_session pass on to the sign-in.
+func (s *Server) samlDiscover(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Email         string `json:"email"`
+		Org           string `json:"org"`
+		Redirect      string `json:"redirect"`
+		DeviceSession string `json:"device_session"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	in.Email, in.Org = strings.TrimSpace(in.Email), strings.TrimSpace(in.Org)
+	p := perch.Problems{}
+	switch {
+	case in.Email != "":
+		perch.ValidateEmail(p, in.Email)
+	case in.Org == "":
+		p.Add("email", "is required (or org, the organisation's short name)")
+	default:
+		perch.CheckText(p, "org", in.Org, perch.SingleLine)
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var orgID string
+	var err error
+	if in.Email != "" {
+		orgID, err = s.store.SAMLOrgByDomain(r.Context(), perch.EmailDomain(in.Email))
+	} else {
+		orgID, err = s.store.SAMLOrgBySlug(r.Context(), in.Org)
+	}
+	if perch.ErrorCode(err) == perch.ENOTFOUND {
+		return perch.Errorf(perch.ENOTFOUND, "No single sign-on is set up for this address or organisation. Sign in with your password, or ask your organisation's owner.")
+	}
+	if err != nil {
+		return err
+	}
+	login := s.samlLoginURL(orgID)
+	if in.Redirect != "" {
+		login += "&redirect=" + url.QueryEscape(in.Redirect)
+	}
+	if in.DeviceSession != "" {
+		login += "&device_session=" + url.QueryEscape(in.DeviceSession)
+	}
+	return respond(w, http.StatusOK, map[string]string{"login_url": login})
+}
