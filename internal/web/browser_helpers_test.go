@@ -228,6 +228,14 @@ func (b *chrome) fill(pairs ...string) {
 	b.do("fill the form", steps...)
 }
 
+// paste puts text into the field sel at once, as pasting does: typing a
+// long text (an identity provider's metadata) key by key takes longer than
+// a step may.
+func (b *chrome) paste(sel, text string) {
+	b.t.Helper()
+	b.do("paste into "+sel, chromedp.SetValue(chromedp.CSS(sel), text))
+}
+
 // click clicks the element sel.
 func (b *chrome) click(sel string) {
 	b.t.Helper()

@@ -24,7 +24,7 @@ func TestSingleSignOnInTheBrowser(t *testing.T) {
 	b.click(`a[href="/org/sso"]`)
 	b.do("wait for the single sign-on page", waitVisible("#sp-values"))
 	b.checkPage("org-sso-empty")
-	b.fill("#idp_metadata_xml", e.idp.Metadata())
+	b.paste("#idp_metadata_xml", e.idp.Metadata())
 	b.click(`input[name="enabled"]`)
 	b.click(`form[action="/org/sso"] button[type="submit"]`)
 	b.do("wait for the saved settings", waitVisible(".flash"))
