@@ -96,6 +96,11 @@ const (
 	AuditSAMLDomainVerified  = "org.saml.domain_verified" // a domain's DNS record found
 	AuditSCIMTokenCreated    = "org.scim_token.created"   // a new SCIM token, which replaces the old
 	AuditSAMLProvisioned     = "auth.saml.provisioned"    // an account made at its first SAML sign-in (jit_provisioning)
+	AuditSCIMUserCreated     = "scim.user.created"        // an identity provider made an account in the organisation
+	AuditSCIMUserUpdated     = "scim.user.updated"        // changed its names, addresses or ids
+	AuditSCIMUserDeactivated = "scim.user.deactivated"    // deactivated it: every sign-in ended
+	AuditSCIMUserReactivated = "scim.user.reactivated"    // lifted its deactivation
+	AuditSCIMUserDeleted     = "scim.user.deleted"        // took it out of the organisation
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

@@ -127,9 +127,12 @@ func (s *Store) UpdateUserAsAdmin(ctx context.Context, id string, upd perch.Admi
 		}
 		if next.Disabled != c.Before.Disabled || next.Granted != c.Before.Granted {
 			// disabled_at keeps when the user was first disabled.
+			// An admin's disable is theirs to lift: an identity provider
+			// (SCIM) lifts only its own.
 			res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET is_admin = ?, updated_at = ?,
-				disabled_at = CASE WHEN ? THEN COALESCE(disabled_at, ?) ELSE NULL END WHERE id = ?`),
-				next.Granted, now, next.Disabled, now, id)
+				disabled_at = CASE WHEN ? THEN COALESCE(disabled_at, ?) ELSE NULL END,
+				disabled_by = CASE WHEN ? THEN 'admin' ELSE '' END WHERE id = ?`),
+				next.Granted, now, next.Disabled, now, next.Disabled, id)
 			if err := expectOne(res, err, "User"); err != nil {
 				return err
 			}

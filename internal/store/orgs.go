@@ -153,10 +153,19 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 }
 
 // moveUser puts a user into another organisation with role, dropping their
-// team memberships in the one they leave.
+// team memberships in the one they leave and what its identity provider
+// kept of them (SCIM), with a deactivation of its making: the organisation
+// no longer governs the account.
 func (s *Store) moveUser(ctx context.Context, tx *sql.Tx, userID, fromOrg, toOrg, role string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM team_members WHERE user_id = ? AND team_id IN (SELECT id FROM teams WHERE org_id = ?)`),
 		userID, fromOrg); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM scim_users WHERE user_id = ?`), userID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '' WHERE id = ? AND disabled_by = ?`),
+		userID, DisabledBySCIM); err != nil {
 		return err
 	}
 	now := ms(s.now())

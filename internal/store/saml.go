@@ -329,19 +329,10 @@ func (s *Store) CreateSSOUser(ctx context.Context, orgID, email, name, role stri
 	email, name = strings.TrimSpace(email), strings.TrimSpace(name)
 	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: true, OrgID: orgID, OrgRole: role, CreatedAt: now, UpdatedAt: now}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var members, pending, seats int
-		err := tx.QueryRowContext(ctx, s.q(`SELECT
-				(SELECT COUNT(*) FROM users WHERE org_id = o.id),
-				(SELECT COUNT(*) FROM invitations WHERE org_id = o.id AND status = 'pending' AND expires_at > ?),
-				p.max_seats
-			FROM orgs o JOIN plans p ON p.slug = o.plan WHERE o.id = ?`), ms(now), orgID).Scan(&members, &pending, &seats)
-		if err != nil {
-			return notFound(err, "Organisation")
+		if err := s.seatFree(ctx, tx, orgID, now); err != nil {
+			return err
 		}
-		if members+pending >= seats {
-			return perch.Errorf(perch.ECONFLICT, "All %d seats of the organisation's plan are taken: ask an owner to make room.", seats)
-		}
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
 			(id, org_id, org_role, joined_at, email, email_norm, name, email_verified, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, TRUE, ?, ?)`),
 			u.ID, orgID, role, ms(now), email, perch.NormalizeEmail(email), name, ms(now), ms(now))

@@ -1,0 +1,365 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/perch-dev/perch"
+)
+
+// SCIMUser is a member of an organisation as its identity provider sees it
+// through SCIM: the account, and what the provider keeps of it (when
+// Linked: the provider created or changed it through SCIM; before that,
+// only the account is known).
+type SCIMUser struct {
+	ID         string
+	OrgID      string
+	Role       string
+	Email      string
+	Name       string
+	Disabled   bool
+	DisabledBy string // "admin", "scim", or "" (disabled before SCIM existed)
+	Linked     bool
+	UserName   string // the provider's userName; the e-mail address when not Linked
+	ExternalID string
+	Attributes string // JSON the server keeps for the provider (names, e-mails)
+	CreatedAt  time.Time
+	UpdatedAt  time.Time // the later of the account's and the SCIM record's
+}
+
+// SCIMWrite is what a SCIM create, replace or patch sets: the account's
+// e-mail address and name, derived by the caller from the provider's
+// attributes, and the attributes themselves.
+type SCIMWrite struct {
+	Email      string
+	Name       string
+	UserName   string
+	ExternalID string
+	Attributes string
+	Active     bool
+}
+
+// SCIMChange is a SCIM update or removal: the user before and after, and
+// the sessions and API tokens whose open WebSockets must now close.
+type SCIMChange struct {
+	Before, After *SCIMUser
+	Sessions      []string
+	APITokens     []string
+}
+
+// SCIMFilterField names what a SCIM filter compares.
+type SCIMFilterField int
+
+const (
+	SCIMUserName   SCIMFilterField = iota // userName, without regard to case
+	SCIMExternalID                        // externalId, exactly
+	SCIMEmail                             // the account's e-mail address, without regard to case
+	SCIMActive                            // whether the account is enabled
+)
+
+// SCIMCondition is one `field eq value` of a filter; a filter is a list of
+// them, all of which must hold.
+type SCIMCondition struct {
+	Field  SCIMFilterField
+	String string
+	Bool   bool
+}
+
+// DisabledBySCIM marks an account that its organisation's identity
+// provider deactivated.
+const DisabledBySCIM = "scim"
+
+const scimUserColumns = `u.id, u.org_id, u.org_role, u.email, u.name, u.disabled_at IS NOT NULL, u.disabled_by,
+	su.user_id IS NOT NULL, COALESCE(su.user_name, u.email), COALESCE(su.external_id, ''), COALESCE(su.attributes, ''),
+	COALESCE(su.created_at, u.created_at), u.updated_at, COALESCE(su.updated_at, 0)`
+
+const scimUserFrom = ` FROM users u LEFT JOIN scim_users su ON su.user_id = u.id`
+
+func scanSCIMUser(row interface{ Scan(...any) error }) (*SCIMUser, error) {
+	var u SCIMUser
+	var created, updated, scimUpdated int64
+	if err := row.Scan(&u.ID, &u.OrgID, &u.Role, &u.Email, &u.Name, &u.Disabled, &u.DisabledBy,
+		&u.Linked, &u.UserName, &u.ExternalID, &u.Attributes, &created, &updated, &scimUpdated); err != nil {
+		return nil, err
+	}
+	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(max(updated, scimUpdated))
+	return &u, nil
+}
+
+// scimCondition is the SQL of c and its argument.
+func scimCondition(c SCIMCondition) (string, any) {
+	switch c.Field {
+	case SCIMUserName:
+		return `COALESCE(su.user_name_norm, u.email_norm) = ?`, perch.NormalizeEmail(c.String)
+	case SCIMExternalID:
+		return `su.external_id = ?`, c.String
+	case SCIMEmail:
+		return `u.email_norm = ?`, perch.NormalizeEmail(c.String)
+	default:
+		return `(u.disabled_at IS NULL) = ?`, c.Bool
+	}
+}
+
+// SCIMUsers answers the members of orgID that meet every condition, in the
+// order they joined Perch, skipping offset and answering at most limit,
+// with how many meet them in all.
+func (s *Store) SCIMUsers(ctx context.Context, orgID string, conds []SCIMCondition, offset, limit int) ([]*SCIMUser, int, error) {
+	where, args := ` WHERE u.org_id = ?`, []any{orgID}
+	for _, c := range conds {
+		sql, arg := scimCondition(c)
+		where += ` AND ` + sql
+		args = append(args, arg)
+	}
+	var total int
+	if err := s.r.QueryRowContext(ctx, s.q(`SELECT COUNT(*)`+scimUserFrom+where), args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	out := []*SCIMUser{}
+	if limit == 0 || offset >= total {
+		return out, total, nil
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+scimUserColumns+scimUserFrom+where+` ORDER BY u.created_at, u.id LIMIT ? OFFSET ?`),
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u, err := scanSCIMUser(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, u)
+	}
+	return out, total, rows.Err()
+}
+
+// SCIMUser answers the member userID of orgID, or ENOTFOUND (also when the
+// user is in another organisation).
+func (s *Store) SCIMUser(ctx context.Context, orgID, userID string) (*SCIMUser, error) {
+	return s.scimUser(ctx, s.r, orgID, userID)
+}
+
+func (s *Store) scimUser(ctx context.Context, db querier, orgID, userID string) (*SCIMUser, error) {
+	u, err := scanSCIMUser(db.QueryRowContext(ctx, s.q(`SELECT `+scimUserColumns+scimUserFrom+` WHERE u.id = ? AND u.org_id = ?`), userID, orgID))
+	return u, notFound(err, "User")
+}
+
+// errSCIMTaken is the uniqueness conflict of a SCIM write; Fields names
+// the attribute, which tells the caller it is one.
+func errSCIMTaken(attr, msg string) error {
+	return &perch.Error{Code: perch.ECONFLICT, Message: msg, Fields: map[string]string{attr: "taken"}}
+}
+
+// scimUnique fails when another member of orgID has userName, or another
+// account has email.
+func (s *Store) scimUnique(ctx context.Context, tx *sql.Tx, orgID, userID string, w SCIMWrite) error {
+	var n int
+	err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*)`+scimUserFrom+` WHERE u.org_id = ? AND u.id <> ?
+		AND COALESCE(su.user_name_norm, u.email_norm) = ?`), orgID, userID, perch.NormalizeEmail(w.UserName)).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return errSCIMTaken("userName", "Another member of the organisation has this userName.")
+	}
+	err = tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users WHERE email_norm = ? AND id <> ?`), perch.NormalizeEmail(w.Email), userID).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return errSCIMTaken("emails", "An account with this e-mail address already exists.")
+	}
+	return nil
+}
+
+// putSCIMRecord writes what the provider keeps of userID.
+func (s *Store) putSCIMRecord(ctx context.Context, tx *sql.Tx, orgID, userID string, w SCIMWrite, now int64) error {
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO scim_users
+		(user_id, org_id, user_name, user_name_norm, external_id, attributes, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET org_id = excluded.org_id, user_name = excluded.user_name,
+			user_name_norm = excluded.user_name_norm, external_id = excluded.external_id,
+			attributes = excluded.attributes, updated_at = excluded.updated_at`),
+		userID, orgID, strings.TrimSpace(w.UserName), perch.NormalizeEmail(w.UserName), w.ExternalID, w.Attributes, now, now)
+	if isUniqueViolation(err) {
+		return errSCIMTaken("userName", "Another member of the organisation has this userName.")
+	}
+	return err
+}
+
+// CreateSCIMUser makes an account in orgID with role member, as its
+// identity provider asks: the address counts as verified and there is no
+// password (the member signs in through the organisation's single
+// sign-on). A taken userName or address is ECONFLICT naming it in Fields;
+// a full plan is ECONFLICT too.
+func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (*SCIMUser, error) {
+	id := newID()
+	var out *SCIMUser
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		if err := s.seatFree(ctx, tx, orgID, now); err != nil {
+			return err
+		}
+		if err := s.scimUnique(ctx, tx, orgID, id, w); err != nil {
+			return err
+		}
+		disabledAt, disabledBy := sql.NullInt64{}, ""
+		if !w.Active {
+			disabledAt, disabledBy = sql.NullInt64{Int64: ms(now), Valid: true}, DisabledBySCIM
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
+			(id, org_id, org_role, joined_at, email, email_norm, name, email_verified, created_at, updated_at, disabled_at, disabled_by)
+			VALUES (?, ?, 'member', ?, ?, ?, ?, TRUE, ?, ?, ?, ?)`),
+			id, orgID, ms(now), strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name),
+			ms(now), ms(now), disabledAt, disabledBy)
+		if isUniqueViolation(err) {
+			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.putSCIMRecord(ctx, tx, orgID, id, w, ms(now)); err != nil {
+			return err
+		}
+		out, err = s.scimUser(ctx, tx, orgID, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateSCIMUser changes the member userID of orgID to what change makes
+// of it (a replace or a patch, run in the transaction so that two at once
+// cannot lose one). Deactivating ends every session of the user in the
+// same transaction and answers them and the user's API tokens, for their
+// WebSockets; reactivating lifts only a SCIM deactivation (an account a
+// platform admin disabled is ECONFLICT). Taken names are as for
+// CreateSCIMUser.
+func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change func(*SCIMUser) (SCIMWrite, error)) (*SCIMChange, error) {
+	c := &SCIMChange{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		before, err := s.lockedSCIMUser(ctx, tx, orgID, userID)
+		if err != nil {
+			return err
+		}
+		c.Before = before
+		w, err := change(before)
+		if err != nil {
+			return err
+		}
+		if err := s.scimUnique(ctx, tx, orgID, userID, w); err != nil {
+			return err
+		}
+		if w.Active && before.Disabled && before.DisabledBy != DisabledBySCIM {
+			return perch.Errorf(perch.ECONFLICT, "A platform admin disabled this account; only a platform admin can enable it again.")
+		}
+		now := ms(s.now())
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, email_verified = TRUE, name = ?, updated_at = ?,
+			disabled_at = CASE WHEN ? THEN NULL ELSE COALESCE(disabled_at, ?) END,
+			disabled_by = CASE WHEN ? THEN '' WHEN disabled_at IS NULL THEN ? ELSE disabled_by END
+			WHERE id = ?`),
+			strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), now,
+			w.Active, now, w.Active, DisabledBySCIM, userID)
+		if isUniqueViolation(err) {
+			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
+		}
+		if err := expectOne(res, err, "User"); err != nil {
+			return err
+		}
+		if err := s.putSCIMRecord(ctx, tx, orgID, userID, w, now); err != nil {
+			return err
+		}
+		if !w.Active {
+			if c.Sessions, c.APITokens, err = s.endSignIns(ctx, tx, userID, now); err != nil {
+				return err
+			}
+		}
+		c.After, err = s.scimUser(ctx, tx, orgID, userID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DeleteSCIMUser takes the member userID out of orgID, as removing a
+// member does (they keep their account, in an organisation of their own),
+// after check approves the member as it stands (the caller's If-Match).
+// Every session of theirs ends and their API tokens are deleted: both were
+// for their work in orgID. (moveUser lifts a SCIM deactivation.)
+func (s *Store) DeleteSCIMUser(ctx context.Context, orgID, userID string, check func(*SCIMUser) error) (*SCIMChange, error) {
+	c := &SCIMChange{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if c.Before, err = s.lockedSCIMUser(ctx, tx, orgID, userID); err != nil {
+			return err
+		}
+		if err := check(c.Before); err != nil {
+			return err
+		}
+		if err := s.keepsAnOwner(ctx, tx, orgID, userID); err != nil {
+			return err
+		}
+		now := ms(s.now())
+		if c.Sessions, c.APITokens, err = s.endSignIns(ctx, tx, userID, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM api_tokens WHERE user_id = ?`), userID); err != nil {
+			return err
+		}
+		newOrg, err := s.createOrg(ctx, tx, perch.OrgNameFor(c.Before.Name), s.now())
+		if err != nil {
+			return err
+		}
+		return s.moveUser(ctx, tx, userID, orgID, newOrg, perch.RoleOwner)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// lockedSCIMUser reads the member for an update in tx, holding its row on
+// PostgreSQL (SQLite has one writer).
+func (s *Store) lockedSCIMUser(ctx context.Context, tx *sql.Tx, orgID, userID string) (*SCIMUser, error) {
+	if s.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 AND org_id = $2 FOR UPDATE`, userID, orgID); err != nil {
+			return nil, err
+		}
+	}
+	return s.scimUser(ctx, tx, orgID, userID)
+}
+
+// endSignIns revokes every session of userID and answers them with the
+// user's API tokens: what their open WebSockets were opened with.
+func (s *Store) endSignIns(ctx context.Context, tx *sql.Tx, userID string, now int64) (sessions, apiTokens []string, err error) {
+	if sessions, err = s.revokeSessions(ctx, tx, userID, "", now); err != nil {
+		return nil, nil, err
+	}
+	apiTokens, err = column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM api_tokens WHERE user_id = ?`), userID))
+	return sessions, apiTokens, err
+}
+
+// seatFree fails with ECONFLICT when the members and pending invitations
+// of orgID fill its plan's seats.
+func (s *Store) seatFree(ctx context.Context, tx *sql.Tx, orgID string, now time.Time) error {
+	var members, pending, seats int
+	err := tx.QueryRowContext(ctx, s.q(`SELECT
+			(SELECT COUNT(*) FROM users WHERE org_id = o.id),
+			(SELECT COUNT(*) FROM invitations WHERE org_id = o.id AND status = 'pending' AND expires_at > ?),
+			p.max_seats
+		FROM orgs o JOIN plans p ON p.slug = o.plan WHERE o.id = ?`), ms(now), orgID).Scan(&members, &pending, &seats)
+	if err != nil {
+		return notFound(err, "Organisation")
+	}
+	if members+pending >= seats {
+		return perch.Errorf(perch.ECONFLICT, "All %d seats of the organisation's plan are taken: ask an owner to make room.", seats)
+	}
+	return nil
+}
