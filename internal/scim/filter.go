@@ -176,10 +176,11 @@ func (p *filterParser) filter() (Filter, *Error) {
 		if len(f) == maxComparisons {
 			return nil, filterError("The filter has more than %d comparisons.", maxComparisons)
 		}
-		if !p.skipSpace() {
-			if p.eof() {
-				return nil, filterError(`The filter ends after "and"; a comparison must follow it.`)
-			}
+		spaced = p.skipSpace()
+		if p.eof() {
+			return nil, filterError(`The filter ends after "and"; a comparison must follow it.`)
+		}
+		if !spaced {
 			return nil, p.unexpected(`after "and"`)
 		}
 	}
@@ -199,10 +200,11 @@ func (p *filterParser) comparison() (Comparison, *Error) {
 	if !ok {
 		return Comparison{}, filterError(`%q %s is not an attribute name.`, w, p.at(start))
 	}
-	if !p.skipSpace() {
-		if p.eof() {
-			return Comparison{}, filterError(`The filter ends after %q; "eq" and a value must follow it.`, w)
-		}
+	spaced := p.skipSpace()
+	if p.eof() {
+		return Comparison{}, filterError(`The filter ends after %q; "eq" and a value must follow it.`, w)
+	}
+	if !spaced {
 		return Comparison{}, p.unexpected("after the attribute name")
 	}
 	opAt := p.pos
@@ -216,10 +218,11 @@ func (p *filterParser) comparison() (Comparison, *Error) {
 	default:
 		return Comparison{}, filterError(`Expected "eq" %s, found %q.`, p.at(opAt), op)
 	}
-	if !p.skipSpace() {
-		if p.eof() {
-			return Comparison{}, filterError(`The filter ends after "eq"; a value must follow it.`)
-		}
+	spaced = p.skipSpace()
+	if p.eof() {
+		return Comparison{}, filterError(`The filter ends after "eq"; a value must follow it.`)
+	}
+	if !spaced {
 		return Comparison{}, p.unexpected(`after "eq"`)
 	}
 	v, err := p.value()
