@@ -143,6 +143,19 @@ func (p *filterParser) word() string {
 	return p.s[start:p.pos]
 }
 
+// gap skips the white space that must separate the token just read, named
+// by after, from the next one, which must be what next says.
+func (p *filterParser) gap(after, next string) *Error {
+	spaced := p.skipSpace()
+	switch {
+	case p.eof():
+		return filterError("The filter ends after %s; %s must follow it.", after, next)
+	case !spaced:
+		return p.unexpected("after " + after)
+	}
+	return nil
+}
+
 func (p *filterParser) filter() (Filter, *Error) {
 	p.skipSpace()
 	if p.eof() {
@@ -176,12 +189,8 @@ func (p *filterParser) filter() (Filter, *Error) {
 		if len(f) == maxComparisons {
 			return nil, filterError("The filter has more than %d comparisons.", maxComparisons)
 		}
-		spaced = p.skipSpace()
-		if p.eof() {
-			return nil, filterError(`The filter ends after "and"; a comparison must follow it.`)
-		}
-		if !spaced {
-			return nil, p.unexpected(`after "and"`)
+		if err := p.gap(`"and"`, "a comparison"); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -200,12 +209,8 @@ func (p *filterParser) comparison() (Comparison, *Error) {
 	if !ok {
 		return Comparison{}, filterError(`%q %s is not an attribute name.`, w, p.at(start))
 	}
-	spaced := p.skipSpace()
-	if p.eof() {
-		return Comparison{}, filterError(`The filter ends after %q; "eq" and a value must follow it.`, w)
-	}
-	if !spaced {
-		return Comparison{}, p.unexpected("after the attribute name")
+	if err := p.gap(quote(w), `"eq" and a value`); err != nil {
+		return Comparison{}, err
 	}
 	opAt := p.pos
 	op := p.word()
@@ -218,12 +223,8 @@ func (p *filterParser) comparison() (Comparison, *Error) {
 	default:
 		return Comparison{}, filterError(`Expected "eq" %s, found %q.`, p.at(opAt), op)
 	}
-	spaced = p.skipSpace()
-	if p.eof() {
-		return Comparison{}, filterError(`The filter ends after "eq"; a value must follow it.`)
-	}
-	if !spaced {
-		return Comparison{}, p.unexpected(`after "eq"`)
+	if err := p.gap(`"eq"`, "a value"); err != nil {
+		return Comparison{}, err
 	}
 	v, err := p.value()
 	if err != nil {
