@@ -62,6 +62,7 @@ type SAMLConfig struct {
 	Domains            []SAMLDomain `json:"domains"`
 	DomainVerification string       `json:"domain_verification"` // the TXT record's value; "" until stored
 	SCIMToken          *SCIMToken   `json:"scim_token"`          // the organisation's SCIM token, if one was made
+	SCIMBaseURL        string       `json:"scim_base_url"`       // what the identity provider's SCIM connector is given
 
 	CreatedAt *time.Time `json:"created_at"`
 	UpdatedAt *time.Time `json:"updated_at"`

@@ -160,6 +160,19 @@ var authzCases = []authzCase{
 	{"DELETE", "/api/v1/org/saml", nil, [6]int{401, 404, 403, 403, 404, 404}},
 	{"POST", "/api/v1/org/saml/test", nil, [6]int{401, 200, 403, 403, 200, 200}},
 	{"POST", "/api/v1/org/saml/scim-token", nil, [6]int{401, 201, 403, 403, 201, 201}},
+	// SCIM takes the organisation's SCIM token only: no user's credential,
+	// whatever the role, is one (scim_test.go checks the tokens).
+	{"GET", "/scim/v2/Users", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/scim/v2/Users", map[string]string{"userName": "x@example.com"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Users/{member}", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"PUT", "/scim/v2/Users/{member}", map[string]string{"userName": "x@example.com"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"PATCH", "/scim/v2/Users/{member}", map[string]any{"Operations": []any{map[string]any{"op": "replace", "path": "active", "value": false}}}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"DELETE", "/scim/v2/Users/{member}", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/ServiceProviderConfig", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/ResourceTypes", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/ResourceTypes/User", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Schemas", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"POST", "/api/v1/org/saml/domains/verify", nil, [6]int{401, 404, 403, 403, 404, 404}},
 }
 

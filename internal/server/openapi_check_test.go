@@ -36,9 +36,8 @@ import (
 // checkedPrefixes are the paths whose answers are checked: the JSON API,
 // the receivers, the WebSocket handshake and the health checks. The
 // dashboard's pages and /docs/api are not described; /metrics is described
-// but not checked (Prometheus text, which may be served apart). SCIM
-// (/scim/v2) joins when it is served.
-var checkedPrefixes = []string{"/api/v1/", "/webhooks/", "/ws", "/healthz", "/readyz"}
+// but not checked (Prometheus text, which may be served apart).
+var checkedPrefixes = []string{"/api/v1/", "/webhooks/", "/ws", "/healthz", "/readyz", "/scim/v2/"}
 
 func checked(path string) bool {
 	for _, p := range checkedPrefixes {
@@ -91,6 +90,12 @@ var spec = sync.OnceValues(func() (*apiSpec, error) {
 				return nil, err
 			}
 		}
+	})
+	// SCIM answers JSON under a media type of its own.
+	openapi3filter.RegisterBodyDecoder("application/scim+json", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		var v any
+		err := json.NewDecoder(body).Decode(&v)
+		return v, err
 	})
 	// An NDJSON export is read as the list of its lines, each checked
 	// against the schema's items.
@@ -177,7 +182,7 @@ func (sp *apiSpec) check(r *http.Request, pattern string, a answer) error {
 		if findErr == nil {
 			return fmt.Errorf("openapi.json describes %s %s, but the server has no such route", r.Method, route.Path)
 		}
-		return sp.checkUnmatched(a)
+		return sp.checkUnmatched(r.URL.Path, a)
 	}
 	if findErr != nil {
 		return fmt.Errorf("the route %q has no operation in openapi.json (%v)", pattern, findErr)
@@ -207,8 +212,8 @@ func (sp *apiSpec) check(r *http.Request, pattern string, a answer) error {
 }
 
 // checkUnmatched checks an answer that no route took: 404, or 405 with
-// Allow, in the error shape.
-func (sp *apiSpec) checkUnmatched(a answer) error {
+// Allow, in the error shape (under /scim/v2, SCIM's).
+func (sp *apiSpec) checkUnmatched(path string, a answer) error {
 	if a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
 		return fmt.Errorf("no route took the request, yet the status is %d", a.status)
 	}
@@ -218,6 +223,15 @@ func (sp *apiSpec) checkUnmatched(a answer) error {
 	var body any
 	if err := json.Unmarshal(a.body, &body); err != nil {
 		return fmt.Errorf("the body is not JSON: %w", err)
+	}
+	if strings.HasPrefix(path, "/scim/v2/") {
+		if err := sp.doc.Components.Schemas["SCIMError"].Value.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
+			return fmt.Errorf("the body is not in the SCIM error schema: %w", err)
+		}
+		if got := body.(map[string]any)["status"]; got != fmt.Sprint(a.status) {
+			return fmt.Errorf("the SCIM error's status is %v, not %q", got, fmt.Sprint(a.status))
+		}
+		return nil
 	}
 	if err := sp.errSch.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
 		return fmt.Errorf("the body is not in the error shape: %w", err)

@@ -66,6 +66,12 @@ var (
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header()["Content-Type"] = jsonContentType
+	writeJSONBody(w, status, v)
+}
+
+// writeJSONBody writes status and v as JSON, under the Content-Type the
+// caller set.
+func writeJSONBody(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }
@@ -157,6 +163,9 @@ func byteSize(n int64) string {
 	if n >= 1<<20 && n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
 	return fmt.Sprintf("%d bytes", n)
 }
 
@@ -172,9 +181,14 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	r.Pattern = "" // metrics and logs group every miss together
+	err := perch.Errorf(perch.ENOTFOUND, "There is nothing at %s.", r.URL.Path)
 	if len(allowed) > 0 {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		return perch.Errorf(perch.EMETHOD, "%s is not allowed here; use %s.", r.Method, strings.Join(allowed, " or "))
+		err = perch.Errorf(perch.EMETHOD, "%s is not allowed here; use %s.", r.Method, strings.Join(allowed, " or "))
 	}
-	return perch.Errorf(perch.ENOTFOUND, "There is nothing at %s.", r.URL.Path)
+	if r.URL.Path == scimPrefix || strings.HasPrefix(r.URL.Path, scimPrefix+"/") {
+		s.writeSCIMError(w, r, err) // SCIM clients read SCIM errors only
+		return nil
+	}
+	return err
 }

@@ -159,6 +159,21 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribe))
 	m.Handle("GET /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribePage))
 
+	// SCIM 2.0 (scim*.go): an organisation's identity provider manages its
+	// members with the organisation's SCIM token, within the per-user
+	// allowance per token. Other paths under /scim/v2 answer SCIM errors.
+	m.Handle("GET /scim/v2/Users", s.scimHandler(s.scimListUsers))
+	m.Handle("POST /scim/v2/Users", s.scimHandler(s.scimCreateUser))
+	m.Handle("GET /scim/v2/Users/{id}", s.scimHandler(s.scimGetUser))
+	m.Handle("PUT /scim/v2/Users/{id}", s.scimHandler(s.scimReplaceUser))
+	m.Handle("PATCH /scim/v2/Users/{id}", s.scimHandler(s.scimPatchUser))
+	m.Handle("DELETE /scim/v2/Users/{id}", s.scimHandler(s.scimDeleteUser))
+	m.Handle("GET /scim/v2/ServiceProviderConfig", s.scimHandler(s.scimServiceProviderConfig))
+	m.Handle("GET /scim/v2/ResourceTypes", s.scimHandler(s.scimResourceTypes))
+	m.Handle("GET /scim/v2/ResourceTypes/{id}", s.scimHandler(s.scimResourceType))
+	m.Handle("GET /scim/v2/Schemas", s.scimHandler(s.scimSchemas))
+	m.Handle("GET /scim/v2/Schemas/{id}", s.scimHandler(s.scimSchema))
+
 	// The API's description, for tools and for people.
 	m.Handle("GET /api/v1/openapi.json", s.handle(s.openAPI))
 	m.Handle("GET /docs/api", s.handle(s.apiDocs))

@@ -41,7 +41,8 @@ func (s *Server) ssoOrg(r *http.Request) (orgID string, asAdmin bool, err error)
 // none are stored, the service provider's values alone.
 func (s *Server) describeSAML(ctx context.Context, orgID string) (*perch.SAMLConfig, error) {
 	out := &perch.SAMLConfig{OrgID: orgID, DefaultRole: perch.RoleMember, Domains: []perch.SAMLDomain{},
-		EntityID: s.samlEntityID(orgID), ACSURL: s.samlACSURL(), MetadataURL: s.samlEntityID(orgID), LoginURL: s.samlLoginURL(orgID)}
+		EntityID: s.samlEntityID(orgID), ACSURL: s.samlACSURL(), MetadataURL: s.samlEntityID(orgID), LoginURL: s.samlLoginURL(orgID),
+		SCIMBaseURL: s.scimBase()}
 	tok, err := s.store.SCIMToken(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case "":

@@ -47,6 +47,7 @@ type samlEnv struct {
 	base  string
 	idp   *samltest.IdP
 	owner *account
+	ts    *httptest.Server // the server's listener, for WebSockets
 
 	mu  sync.Mutex
 	dns map[string][]string // what the stub resolver answers, by name
@@ -70,6 +71,7 @@ func newSAMLEnv(t *testing.T, s *store.Store, adjust ...func(*Options)) *samlEnv
 	hs := &httptest.Server{Listener: l, Config: &http.Server{Handler: e.a.srv}}
 	hs.Start()
 	t.Cleanup(hs.Close)
+	e.ts = hs
 	e.a.clock.Advance(time.Since(e.a.clock.Now()))
 	e.idp = samltest.NewIdP(t)
 	e.owner = e.a.register("Olive Owner")

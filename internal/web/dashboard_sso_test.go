@@ -113,6 +113,7 @@ func TestDashboardSingleSignOn(t *testing.T) {
 		if made.Status != 200 || token == "" {
 			t.Fatalf("the SCIM token: %d %.500s", made.Status, made.Body)
 		}
+		has(t, made, 200, `<code id="scim-base-url">`+e.base+`/scim/v2</code>`)
 		if strings.Contains(owner.Get(e.base+"/org/sso").Body, token) {
 			t.Error("the SCIM token is shown again")
 		}
