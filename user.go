@@ -65,7 +65,7 @@ const (
 // ValidPlanStatus reports whether s is a plan status an organisation may have.
 func ValidPlanStatus(s string) bool {
 	switch s {
-	case PlanTrialing, PlanActive, PlanPastDue, PlanCanceled, PlanPaused:
+	case PlanTrialing, PlanActive, PlanPastDue, PlanCanceled, PlanPaused, PlanNone:
 		return true
 	}
 	return false
