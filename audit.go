@@ -90,17 +90,20 @@ const (
 	AuditNewsletterSent      = "admin.newsletter.sent"
 	AuditNewsletterLeft      = "user.newsletter_unsubscribed"
 	AuditLogExported         = "audit.exported"
-	AuditSAMLUpdated         = "org.saml.updated"         // the organisation's SAML settings stored
-	AuditSAMLDeleted         = "org.saml.deleted"         // and removed
-	AuditSAMLTested          = "org.saml.tested"          // the settings checked
-	AuditSAMLDomainVerified  = "org.saml.domain_verified" // a domain's DNS record found
-	AuditSCIMTokenCreated    = "org.scim_token.created"   // a new SCIM token, which replaces the old
-	AuditSAMLProvisioned     = "auth.saml.provisioned"    // an account made at its first SAML sign-in (jit_provisioning)
-	AuditSCIMUserCreated     = "scim.user.created"        // an identity provider made an account in the organisation
-	AuditSCIMUserUpdated     = "scim.user.updated"        // changed its names, addresses or ids
-	AuditSCIMUserDeactivated = "scim.user.deactivated"    // deactivated it: every sign-in ended
-	AuditSCIMUserReactivated = "scim.user.reactivated"    // lifted its deactivation
-	AuditSCIMUserDeleted     = "scim.user.deleted"        // took it out of the organisation
+	AuditSAMLUpdated         = "org.saml.updated"             // the organisation's SAML settings stored
+	AuditSAMLDeleted         = "org.saml.deleted"             // and removed
+	AuditSAMLTested          = "org.saml.tested"              // the settings checked
+	AuditSAMLDomainVerified  = "org.saml.domain_verified"     // a domain's DNS record found
+	AuditSCIMTokenCreated    = "org.scim_token.created"       // a new SCIM token, which replaces the old
+	AuditSAMLProvisioned     = "auth.saml.provisioned"        // an account made at its first SAML sign-in (jit_provisioning)
+	AuditSCIMUserCreated     = "scim.user.created"            // an identity provider made an account in the organisation
+	AuditSCIMUserUpdated     = "scim.user.updated"            // changed its names, addresses or ids
+	AuditSCIMUserDeactivated = "scim.user.deactivated"        // deactivated it: every sign-in ended
+	AuditSCIMUserReactivated = "scim.user.reactivated"        // lifted its deactivation
+	AuditSCIMUserDeleted     = "scim.user.deleted"            // took it out of the organisation
+	AuditCheckoutStarted     = "billing.checkout_started"     // an owner or admin went to the provider's checkout
+	AuditSubscriptionChanged = "billing.subscription_changed" // a provider's event changed the subscription
+	AuditTrialExpired        = "billing.trial_expired"        // a trial ended unpaid: solo, status none
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

@@ -25,6 +25,10 @@ const (
 	EUNAVAILABLE  = "unavailable"        // 503: a dependency is down
 	EMETHOD       = "method_not_allowed" // 405
 	EUPGRADE      = "upgrade_required"   // 426: the WebSocket endpoint asked without a WebSocket handshake
+
+	// Billing's own codes (DESIGN.md §10).
+	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: checkout of the plan the organisation pays for
+	EBILLINGUNAVAILABLE = "billing_unavailable" // 503: billing is off, or the payment provider did not answer
 )
 
 // statuses are the HTTP statuses that answer each code.
@@ -41,6 +45,9 @@ var statuses = map[string]int{
 	ERATELIMITED:  429,
 	EINTERNAL:     500,
 	EUNAVAILABLE:  503,
+
+	EALREADYSUBSCRIBED:  400,
+	EBILLINGUNAVAILABLE: 503,
 }
 
 // HTTPStatus is the HTTP status that answers an error of code, for the API

@@ -14,6 +14,7 @@ const (
 	ManageInvitations               // owners and admins: list, send and revoke invitations
 	ViewOrgAudit                    // owners and admins: the organisation's audit log
 	ManageSSO                       // owners: single sign-on (SAML), its domains and the SCIM token
+	ManageBilling                   // owners and admins: checkout and the payment provider's portal
 	PlatformAdmin                   // platform admins: /admin
 )
 
@@ -24,7 +25,7 @@ func Authorize(u *User, a Action) error {
 	switch a {
 	case ViewOrg:
 		return nil
-	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewOrgAudit:
+	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewOrgAudit, ManageBilling:
 		if u.IsOrgAdmin() {
 			return nil
 		}

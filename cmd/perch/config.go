@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/server"
@@ -38,6 +39,8 @@ type config struct {
 	MaxPerDelivery     int
 	GitHubSecret       string
 	PagerDutySecret    string
+	BillingProvider    string           // perch.BillingStripe, perch.BillingPaddle, or "" (billing off)
+	Stripe, Paddle     paymentConfig    // each provider's settings; a webhook secret may be set alone
 	GitHub             server.GitHubApp // sign-in with GitHub; configured when both client values are set
 	Google             server.GoogleApp // sign-in with Google
 	SMTPURL            string
@@ -212,6 +215,58 @@ var settings = []setting{
 		c.PagerDutySecret = v
 		return nil
 	}},
+	{"stripe-secret-key", "", "Stripe secret API key (sk_live_… or sk_test_…), for checkout and the portal", func(c *config, v string) error {
+		c.Stripe.Key = v
+		return nil
+	}},
+	{"stripe-webhook-secret", "", "secret that Stripe signs webhook events with (whsec_…); the receiver at /webhooks/stripe refuses every delivery without it", func(c *config, v string) error {
+		c.Stripe.WebhookSecret = v
+		return nil
+	}},
+	{"stripe-prices", "", "Stripe price ids of the plans: solo=price_…,team=price_…,enterprise=price_…", func(c *config, v string) (err error) {
+		c.Stripe.Prices, err = billing.ParsePrices(v, validPlan)
+		return err
+	}},
+	{"stripe-api-url", "https://api.stripe.com", "Stripe's API (tests: stripe-mock)", func(c *config, v string) (err error) {
+		c.Stripe.APIURL, err = serviceURL(v)
+		return err
+	}},
+	{"paddle-api-key", "", "Paddle Billing API key, for checkout and the portal", func(c *config, v string) error {
+		c.Paddle.Key = v
+		return nil
+	}},
+	{"paddle-webhook-secret", "", "secret key of the Paddle notification destination (pdl_ntfset_…); the receiver at /webhooks/paddle refuses every delivery without it", func(c *config, v string) error {
+		c.Paddle.WebhookSecret = v
+		return nil
+	}},
+	{"paddle-prices", "", "Paddle price ids of the plans: solo=pri_…,team=pri_…,enterprise=pri_…", func(c *config, v string) (err error) {
+		c.Paddle.Prices, err = billing.ParsePrices(v, validPlan)
+		return err
+	}},
+	{"paddle-api-url", "https://api.paddle.com", "Paddle Billing's API (sandbox: https://sandbox-api.paddle.com)", func(c *config, v string) (err error) {
+		c.Paddle.APIURL, err = serviceURL(v)
+		return err
+	}},
+	// After the providers' settings, which it checks.
+	{"billing-provider", "", "payment provider of checkout: stripe or paddle (unset: billing off, trials never end and platform admins set plans)", func(c *config, v string) error {
+		var p paymentConfig
+		switch v {
+		case "":
+			return nil
+		case perch.BillingStripe:
+			p = c.Stripe
+		case perch.BillingPaddle:
+			p = c.Paddle
+		default:
+			return fmt.Errorf("want stripe, paddle or nothing")
+		}
+		name := strings.ToUpper(v)
+		if p.Key == "" || p.WebhookSecret == "" || len(p.Prices) == 0 {
+			return fmt.Errorf("set PERCH_%s_%s, PERCH_%s_WEBHOOK_SECRET and PERCH_%s_PRICES as well", name, map[string]string{"stripe": "SECRET_KEY", "paddle": "API_KEY"}[v], name, name)
+		}
+		c.BillingProvider = v
+		return nil
+	}},
 	{"github-client-id", "", "client id of the GitHub OAuth app for sign-in with GitHub (unset: not offered)", func(c *config, v string) error {
 		c.GitHub.ClientID = v
 		return nil
@@ -298,7 +353,17 @@ var settings = []setting{
 
 // hiddenSettings are the settings whose values an error never repeats:
 // they are keys.
-var hiddenSettings = map[string]bool{"secret-key": true, "github-client-secret": true, "google-client-secret": true}
+var hiddenSettings = map[string]bool{"secret-key": true, "github-client-secret": true, "google-client-secret": true,
+	"stripe-secret-key": true, "stripe-webhook-secret": true, "paddle-api-key": true, "paddle-webhook-secret": true}
+
+// paymentConfig is one payment provider's settings.
+type paymentConfig struct {
+	Key, WebhookSecret, APIURL string
+	Prices                     billing.Prices
+}
+
+// validPlan reports whether slug is one of the plans the migrations make.
+func validPlan(slug string) bool { return slug == "solo" || slug == "team" || slug == "enterprise" }
 
 // bothOrNeither refuses one of a client id and secret without the other.
 func bothOrNeither(idName, id, secretName, secret string) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/fanout"
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
@@ -121,6 +122,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxDeliveryNotifications: c.MaxPerDelivery,
 		GitHubSecret:             c.GitHubSecret,
 		PagerDutySecret:          c.PagerDutySecret,
+		Billing:                  paymentProvider(c),
+		StripeWebhookSecret:      c.Stripe.WebhookSecret,
+		PaddleWebhookSecret:      c.Paddle.WebhookSecret,
+		PricePlans:               pricePlans(c.Stripe.Prices, c.Paddle.Prices),
 		GitHub:                   c.GitHub,
 		Google:                   c.Google,
 		MetricsToken:             c.MetricsToken,
@@ -168,6 +173,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	go prune(ctx, st, c.Retention, c.AuditRetention, logger)
+	go billingJobs(ctx, st, srv, logger)
 	go heartbeat(ctx, srv, logger)
 
 	errc := make(chan error, len(servers))
@@ -293,6 +299,11 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 			} else if n > 0 {
 				logger.Info("pruned expired SAML sign-ins and used assertions", "count", n)
 			}
+			if n, err := st.PruneBillingEvents(ctx, time.Now().Add(-billingEventRetention)); err != nil {
+				logger.Warn("pruning billing events failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned old billing events", "count", n)
+			}
 			return nil
 		})
 		if err != nil && ctx.Err() == nil {
@@ -318,6 +329,54 @@ func heartbeat(ctx context.Context, srv *server.Server, logger *slog.Logger) {
 		}
 	}
 }
+
+// paymentProvider is the configured provider of checkout, nil when
+// billing is off.
+func paymentProvider(c *config) billing.Provider {
+	switch c.BillingProvider {
+	case perch.BillingStripe:
+		return billing.NewStripe(c.Stripe.Key, c.Stripe.APIURL, c.Stripe.Prices, nil)
+	case perch.BillingPaddle:
+		return billing.NewPaddle(c.Paddle.Key, c.Paddle.APIURL, c.Paddle.Prices, nil)
+	}
+	return nil
+}
+
+// pricePlans maps every configured price id, of either provider, to its
+// plan: a receiver reads the plan of a subscription from its price.
+func pricePlans(all ...billing.Prices) map[string]string {
+	out := map[string]string{}
+	for _, prices := range all {
+		for plan, price := range prices {
+			out[price] = plan
+		}
+	}
+	return out
+}
+
+// billingJobs runs the server's billing jobs (trials ending, ended) on one
+// instance of the cluster every billingEvery until ctx ends.
+func billingJobs(ctx context.Context, st *store.Store, srv *server.Server, logger *slog.Logger) {
+	t := time.NewTicker(billingEvery / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := st.RunJob(ctx, "billing", billingEvery, srv.BillingJobs); err != nil && ctx.Err() == nil {
+			logger.Warn("the billing job failed", "err", err)
+		}
+	}
+}
+
+// billingEventRetention is how long a provider's event ids are kept to
+// recognise a redelivery (Stripe and Paddle retry for up to three days).
+const billingEventRetention = 90 * 24 * time.Hour
+
+// billingEvery is how often trials are looked at.
+const billingEvery = 10 * time.Minute
 
 // pruneEvery is how often expired sessions and old notifications are
 // deleted, by one instance of the cluster.

@@ -98,8 +98,8 @@ func Expect(tb testing.TB, res *Response, status int) *Response {
 		if res.ErrorCode() == "" || res.ErrorMessage() == "" {
 			tb.Fatalf("error body not in the error shape: %s", res.Raw)
 		}
-		if want := CodeFor(status); res.ErrorCode() != want {
-			tb.Fatalf("error code = %q, want %q", res.ErrorCode(), want)
+		if perch.HTTPStatus(res.ErrorCode()) != status {
+			tb.Fatalf("error code = %q, which is not answered with %d (%q is)", res.ErrorCode(), status, CodeFor(status))
 		}
 	}
 	return res

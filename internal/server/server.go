@@ -25,6 +25,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
@@ -85,6 +86,15 @@ type Options struct {
 	ReceiverBodyTimeout, BodyTimeout time.Duration
 	GitHubSecret                     string // checks X-Hub-Signature-256 when set
 	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
+
+	// Billing is the payment provider of checkout and the portal; nil is
+	// billing off (self-hosting: trials never end, admins set plans).
+	Billing billing.Provider
+	// The payment receivers' secrets: a receiver without its secret
+	// refuses every delivery (payment events are never taken unsigned).
+	StripeWebhookSecret, PaddleWebhookSecret string
+	// PricePlans maps both providers' price ids to plan slugs.
+	PricePlans map[string]string
 
 	// GitHub and Google are the apps of sign-in with those providers
 	// (DESIGN.md §13); a provider without a client id and secret is not

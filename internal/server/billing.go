@@ -1,0 +1,92 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/billing"
+)
+
+// Billing (DESIGN.md §10): checkout and the customer portal at the payment
+// provider; the provider's webhooks are in billing_webhooks.go.
+
+// billingPage is the dashboard's billing page, where the provider sends
+// people back.
+const billingPage = "/org/billing"
+
+var errBillingOff = perch.Errorf(perch.EBILLINGUNAVAILABLE,
+	"Billing is off on this server: a platform admin sets each organisation's plan.")
+
+// checkout serves POST /api/v1/billing/checkout {plan}: the URL of the
+// provider's hosted checkout for the caller's organisation.
+func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Plan string `json:"plan"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if s.opts.Billing == nil {
+		return errBillingOff
+	}
+	u := principal(r).User
+	plans, err := s.store.Plans(r.Context())
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(plans, func(p *perch.Plan) bool { return p.Slug == in.Plan }) {
+		return perch.Problems{"plan": "is not a plan: choose solo, team or enterprise"}.Err()
+	}
+	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	if err != nil {
+		return err
+	}
+	if sub.Plan == in.Plan && sub.Status == perch.PlanActive {
+		return perch.Errorf(perch.EALREADYSUBSCRIBED, "The organisation already pays for the %s plan; the billing portal changes or cancels it.", in.Plan)
+	}
+	customer := ""
+	if sub.Provider == s.opts.Billing.Name() {
+		customer = sub.CustomerID
+	}
+	back := s.baseURL() + billingPage
+	url, err := s.opts.Billing.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
+		CustomerID: customer, SuccessURL: back + "?checkout=done", CancelURL: back + "?checkout=canceled"})
+	if errors.Is(err, billing.ErrNoPrice) {
+		return perch.Problems{"plan": "has no price at the payment provider yet"}.Err()
+	}
+	if err != nil {
+		return s.providerDown(r, err)
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditCheckoutStarted, Target: orgTarget(u.OrgID),
+		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Name()}})
+	return respond(w, http.StatusOK, map[string]string{"checkout_url": url, "provider": s.opts.Billing.Name()})
+}
+
+// portal serves POST /api/v1/billing/portal: the URL of the provider's
+// customer portal, for an organisation that has paid through it.
+func (s *Server) portal(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.Billing == nil {
+		return errBillingOff
+	}
+	u := principal(r).User
+	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	if err != nil {
+		return err
+	}
+	if sub.CustomerID == "" || sub.Provider != s.opts.Billing.Name() {
+		return perch.Errorf(perch.ECONFLICT, "The organisation has no subscription at the payment provider yet: choose a plan first.")
+	}
+	url, err := s.opts.Billing.Portal(r.Context(), sub.CustomerID, sub.SubscriptionID, s.baseURL()+billingPage)
+	if err != nil {
+		return s.providerDown(r, err)
+	}
+	return respond(w, http.StatusOK, map[string]string{"portal_url": url})
+}
+
+// providerDown logs a payment provider's failure and answers 503.
+func (s *Server) providerDown(r *http.Request, err error) error {
+	s.log.Error("the payment provider failed", "provider", s.opts.Billing.Name(), "request_id", requestID(r), "err", err)
+	return perch.Errorf(perch.EBILLINGUNAVAILABLE, "The payment provider did not answer as expected; try again in a minute.")
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/senders"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// The payment receivers (DESIGN.md §10): Stripe at /webhooks/payments-a,
+// Paddle at /webhooks/payments-b. They authenticate by the provider's
+// signature, apply each event once and in order to the organisation's
+// subscription, and tell the owners and admins what they must act on.
+
+// signatureTolerance is how far a signature's time may be from now.
+const signatureTolerance = 5 * time.Minute
+
+// paymentSender is what differs between the two payment receivers.
+type paymentSender struct {
+	provider string // perch.BillingStripe or perch.BillingPaddle
+	source   string // the notifications' source: payments-a or payments-b
+	header   string // the signature's header
+	secret   func(o *Options) string
+	verify   func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
+	parse    func(body []byte) (perch.BillingEvent, bool, error)
+}
+
+var (
+	stripeSender = paymentSender{provider: perch.BillingStripe, source: perch.SourcePaymentsA, header: "Stripe-Signature",
+		secret: func(o *Options) string { return o.StripeWebhookSecret }, verify: senders.VerifyStripeSignature, parse: senders.StripeEvent}
+	paddleSender = paymentSender{provider: perch.BillingPaddle, source: perch.SourcePaymentsB, header: "Paddle-Signature",
+		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: senders.VerifyPaddleSignature, parse: senders.PaddleEvent}
+)
+
+// paymentReceiver serves a payment provider's webhook.
+func (s *Server) paymentReceiver(p paymentSender) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		secret := p.secret(&s.opts)
+		if secret == "" {
+			return perch.Errorf(perch.EBILLINGUNAVAILABLE, "This receiver has no signing secret configured, and payment events are never taken unsigned.")
+		}
+		body, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		if err := p.verify(secret, r.Header.Get(p.header), body, s.now(), signatureTolerance); err != nil {
+			return perch.Errorf(perch.EBADREQUEST, "%s: %s", p.header, perch.ErrorMessage(err))
+		}
+		ev, ok, err := p.parse(body)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: fmt.Sprintf("%s is not an event Perch acts on.", ev.Type)})
+			return nil
+		}
+		out, err := s.store.ApplyBillingEvent(r.Context(), ev, s.opts.PricePlans[ev.PriceID])
+		if err != nil {
+			return err
+		}
+		switch {
+		case out.Duplicate:
+			writeJSON(w, http.StatusOK, receipt{Received: true, Duplicate: true})
+			return nil
+		case out.OrgID == "":
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: "The event concerns no organisation of this server."})
+			return nil
+		case out.Stale:
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: "A later event of this subscription was applied already."})
+			return nil
+		}
+		s.subscriptionChanged(r, p, ev, out)
+		writeJSON(w, http.StatusOK, receipt{Received: true})
+		return nil
+	})
+}
+
+// subscriptionChanged audits an applied event and sends its alert.
+func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.BillingEvent, out *store.BillingOutcome) {
+	changes := map[string]any{"event": ev.Type, "event_id": ev.ID}
+	b, a := out.Before, out.After
+	if b.Plan != a.Plan {
+		changes["plan"] = []string{b.Plan, a.Plan}
+	}
+	if b.Status != a.Status {
+		changes["status"] = []string{b.Status, a.Status}
+	}
+	if b.CancelAtPeriodEnd != a.CancelAtPeriodEnd {
+		changes["cancel_at_period_end"] = a.CancelAtPeriodEnd
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSubscriptionChanged, Actor: perch.AuditActor{Type: perch.ActorProvider, ID: p.provider},
+		Target: orgTarget(out.OrgID), OrgID: out.OrgID, Changes: changes})
+	switch ev.Alert {
+	case perch.AlertPaymentFailed:
+		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityError,
+			"A payment failed", "The last payment for the "+a.Plan+" plan did not go through. Update the payment method in the billing portal to keep the plan.")
+	case perch.AlertCanceled:
+		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityWarning,
+			"The subscription was canceled", "The organisation's "+a.Plan+" subscription has ended. Choose a plan on the billing page to continue.")
+	}
+}
+
+// tellBillers notifies the organisation's owners and admins, each on
+// their own, through the normal notification path (stored, then pushed to
+// their menu bars), once per key.
+func (s *Server) tellBillers(ctx context.Context, orgID, source, key, severity, title, message string) {
+	ctx = context.WithoutCancel(ctx)
+	ids, err := s.store.OrgOwnersAndAdmins(ctx, orgID)
+	if err != nil {
+		s.log.Error("finding whom to tell about billing failed", "org", orgID, "err", err)
+		return
+	}
+	batch := make([]store.NewNotification, len(ids))
+	for i, id := range ids {
+		batch[i] = store.NewNotification{DedupeKey: "billing|" + key + "|" + id, Notification: perch.Notification{
+			Tab: perch.TabPayments, Title: title, Message: message, Severity: severity, Source: source,
+			URL: s.baseURL() + billingPage, Scope: perch.Scope{Type: perch.ScopeUser, ID: id}}}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if _, err := s.ingest.Write(ctx, batch...); err != nil {
+		s.log.Error("storing billing notifications failed", "org", orgID, "err", err)
+	}
+}
+
+// trialNotice is how long before its end a trial's owners are told.
+const trialNotice = 3 * 24 * time.Hour
+
+// BillingJobs runs billing's background work once (cmd/perch runs it on
+// one instance of the cluster at a time): with billing on, trials that
+// ended unpaid move to solo with status none; trials ending within three
+// days are announced to the owners and admins, once each.
+func (s *Server) BillingJobs(ctx context.Context) error {
+	if s.opts.Billing == nil {
+		return nil // billing off: trials never end
+	}
+	now := s.now()
+	expired, err := s.store.ExpireTrials(ctx, now)
+	if err != nil {
+		return fmt.Errorf("expiring trials: %w", err)
+	}
+	for _, e := range expired {
+		s.record(ctx, perch.AuditEntry{Action: perch.AuditTrialExpired, Actor: perch.AuditActor{Type: perch.ActorSystem},
+			Target: orgTarget(e.OrgID), OrgID: e.OrgID, At: now, Changes: map[string]any{"plan": []string{e.Plan, "solo"}, "status": perch.PlanNone}})
+	}
+	source := perch.SourcePaymentsA
+	if s.opts.Billing.Name() == perch.BillingPaddle {
+		source = perch.SourcePaymentsB
+	}
+	ending, err := s.store.TrialsEndingSoon(ctx, now, trialNotice)
+	if err != nil {
+		return fmt.Errorf("finding trials that end soon: %w", err)
+	}
+	for _, t := range ending {
+		days := max(1, int(t.EndsAt.Sub(now).Hours()+23)/24)
+		s.tellBillers(ctx, t.OrgID, source, "trial|"+t.OrgID+"|"+t.EndsAt.UTC().Format(time.RFC3339), perch.SeverityWarning,
+			"The trial ends soon", fmt.Sprintf("The organisation's trial ends in %d day(s), on %s. Choose a plan on the billing page to keep your team's notifications.",
+				days, t.EndsAt.UTC().Format("2 January")))
+	}
+	return nil
+}
