@@ -170,7 +170,7 @@ func TestStripeBilling(t *testing.T) {
 			t.Fatalf("the owner's menu bar got %q, the member's %q", owner, member)
 		}
 		told := false
-		for _, n := range expect(t, a.call("GET", "/api/v1/notifications?tab=Payments", o.admin.Access, nil), 200).List() {
+		for _, n := range expect(t, a.call("GET", "/api/v1/notifications", o.admin.Access, nil), 200).List() {
 			told = told || n["title"] == "A payment failed" && n["source"] == perch.SourcePaymentsA
 		}
 		if !told {
