@@ -68,6 +68,15 @@ var authzCases = []authzCase{
 	{"GET", "/readyz", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/metrics", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/billing/plans", nil, [6]int{200, 200, 200, 200, 200, 200}},
+	// Billing is off in the matrix's server: those allowed get 503.
+	{"POST", "/api/v1/billing/checkout", map[string]string{"plan": "team"}, [6]int{401, 503, 403, 503, 503, 503}},
+	{"POST", "/api/v1/billing/portal", nil, [6]int{401, 503, 403, 503, 503, 503}},
+	// The payment receivers take signatures, not credentials; without
+	// their secrets configured they take nothing.
+	{"POST", "/webhooks/payments-a", map[string]string{"id": "evt_1"}, [6]int{503, 503, 503, 503, 503, 503}},
+	{"POST", "/webhooks/stripe", map[string]string{"id": "evt_1"}, [6]int{503, 503, 503, 503, 503, 503}},
+	{"POST", "/webhooks/payments-b", map[string]string{"event_id": "evt_1"}, [6]int{503, 503, 503, 503, 503, 503}},
+	{"POST", "/webhooks/paddle", map[string]string{"event_id": "evt_1"}, [6]int{503, 503, 503, 503, 503, 503}},
 	{"GET", "/api/v1/regions", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/openapi.json", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/docs/api", nil, [6]int{200, 200, 200, 200, 200, 200}},
