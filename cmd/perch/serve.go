@@ -152,7 +152,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: c.BaseURL, Logger: logger, Regions: c.Regions,
 		MailOutbox: c.SMTPURL == "", MailOutboxNow: outboxNow, AnonymousBroadcast: c.AnonymousBroadcast,
-		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != "", SignInProviders: srv.SignInProviders()})
+		GitHubSigned: c.GitHubSecret != "", PagerDutySigned: c.PagerDutySecret != "", SignInProviders: srv.SignInProviders(),
+		Billing: c.BillingProvider != ""})
 	servers := []*http.Server{newHTTPServer(srv.WithPages(dashboard), logger)}
 	listeners := []net.Listener{ln}
 	if c.MetricsListen != "" {

@@ -149,9 +149,9 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	b.checkPage("profile")
 	b.screenshot("profile")
 
-	b.open("/plans", "h1")
-	b.checkPage("plans")
-	b.screenshot("plans")
+	b.open("/org/billing", "h1")
+	b.checkPage("billing")
+	b.screenshot("billing")
 
 	checkConsole(t, b)
 }

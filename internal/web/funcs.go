@@ -65,6 +65,7 @@ var funcs = template.FuncMap{
 	"problem": func(v view, name string) string { return v.Fields[name] },
 	// plural counts a thing in words: "1 seat", "3 seats".
 	"plural": plural,
+	"add":    func(a, b int) int { return a + b },
 	// thousands writes a count with commas: 12,345.
 	"thousands": func(v any) string {
 		switch v := v.(type) {

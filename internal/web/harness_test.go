@@ -125,7 +125,8 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	// As serve.go: the dashboard beside the API, one middleware around both.
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger,
 		MailOutbox: outbox, AnonymousBroadcast: o.AnonymousBroadcast,
-		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != "", SignInProviders: srv.SignInProviders(), Now: clock.Now})
+		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != "", SignInProviders: srv.SignInProviders(), Now: clock.Now,
+		Billing: o.Billing != nil})
 	ts := httptest.NewUnstartedServer(srv.WithPages(dashboard))
 	ts.Listener.Close()
 	ts.Listener = ln

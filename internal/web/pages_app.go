@@ -251,19 +251,6 @@ func (d *Dashboard) ChangePassword(w http.ResponseWriter, r *http.Request, c *ca
 	return c.redirect("/profile", "Your password is changed; your other sign-ins have ended.")
 }
 
-// Plans lists the plans (checkout comes with billing).
-func (d *Dashboard) Plans(w http.ResponseWriter, r *http.Request, c *call) error {
-	var plans []*perch.Plan
-	if err := c.do(http.MethodGet, "/api/v1/billing/plans", nil, &plans); err != nil {
-		return err
-	}
-	var org perch.Org
-	if err := c.do(http.MethodGet, "/api/v1/org", nil, &org); err != nil {
-		return err
-	}
-	return c.page("plans", view{Title: "Plans", Nav: "plans", Data: map[string]any{"Plans": plans, "Org": org}})
-}
-
 // fieldsText joins an error's field problems into one sentence.
 func fieldsText(err error) string {
 	var pe *perch.Error

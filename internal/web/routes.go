@@ -58,7 +58,10 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /profile/identities/{provider}/remove", d.Private(d.RemoveIdentity))
 	m.Handle("GET /newsletter/unsubscribe", d.Public(d.UnsubscribePage))
 	m.Handle("POST /newsletter/unsubscribe", d.Public(d.Unsubscribe))
-	m.Handle("GET /plans", d.Private(d.Plans))
+	m.Handle("GET /plans", http.RedirectHandler("/org/billing", http.StatusMovedPermanently))
+	m.Handle("GET /org/billing", d.Private(d.Billing))
+	m.Handle("POST /org/billing/checkout", d.Private(d.Checkout))
+	m.Handle("POST /org/billing/portal", d.Private(d.Portal))
 
 	// The Admin section, for platform admins (pages_admin*.go).
 	m.Handle("GET /admin", d.Private(d.AdminOverview))

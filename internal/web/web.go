@@ -57,6 +57,10 @@ type Options struct {
 	// for (server.Server.SignInProviders: github, google); the sign-in and
 	// sign-up pages offer them, and the profile links them.
 	SignInProviders []string
+	// Billing says that a payment provider is configured: the billing
+	// page offers checkout and the portal, and the pages warn of a trial
+	// about to end or a failed payment.
+	Billing bool
 	// Now is the clock, the server's (tests set one); nil is time.Now.
 	Now func() time.Time
 }
@@ -78,6 +82,7 @@ type Dashboard struct {
 	broadcast bool            // token-less deliveries are broadcast
 	signed    map[string]bool // senders whose signatures the server checks
 	providers []signInProvider
+	billing   bool // a payment provider is configured
 	now       func() time.Time
 }
 
@@ -102,6 +107,7 @@ func New(o Options) *Dashboard {
 		outboxNow: o.MailOutboxNow,
 		broadcast: o.AnonymousBroadcast,
 		signed:    map[string]bool{perch.SenderCodeHost: o.GitHubSigned, perch.SenderIncidents: o.PagerDutySigned},
+		billing:   o.Billing,
 		now:       o.Now,
 	}
 	if d.now == nil {
@@ -203,6 +209,9 @@ type view struct {
 	Elsewhere []perch.Region
 	// Providers are the sign-in providers the server offers.
 	Providers []signInProvider
+	// Banner warns the signed-in user's organisation of its billing: a
+	// trial about to end, a failed payment (billing on only).
+	Banner *banner
 }
 
 // handler is a page action; it returns an error to show, or nil.
@@ -358,6 +367,9 @@ func (c *call) render(status int, page string, v view) {
 	v.Elsewhere = c.d.elsewhere
 	v.Providers = c.d.providers
 	v.Outbox = c.outboxed()
+	if v.User != nil && v.Banner == nil {
+		v.Banner = c.billingBanner()
+	}
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
 		http.SetCookie(c.w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1})

@@ -17,6 +17,12 @@ document.addEventListener("click", (e) => {
   }
 });
 
+// A page that hands the browser on to a payment provider names the link
+// to follow: it is followed at once (a form's redirect off the site is
+// refused by the pages' CSP, following a link is not).
+const follow = document.querySelector("a[data-follow]");
+if (follow) window.location.assign(follow.href);
+
 document.addEventListener("submit", (e) => {
   const msg = e.target.dataset.confirm;
   if (msg && !window.confirm(msg)) e.preventDefault();
