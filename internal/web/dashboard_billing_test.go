@@ -1,0 +1,87 @@
+package web_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/billing"
+	"github.com/perch-dev/perch/internal/billing/paddlefake"
+	"github.com/perch-dev/perch/internal/samltest"
+	"github.com/perch-dev/perch/internal/server"
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// TestDashboardBilling: the billing page shows the plan, status, trial
+// days and seats; an owner goes on to the provider's checkout and portal
+// (through a page that follows the link); the pages warn of a trial ending
+// within a week and of a failed payment.
+func TestDashboardBilling(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		fake := paddlefake.Start(t, "pdl_test_key", "pri_team")
+		ln := listen(t)
+		base := "http://" + ln.Addr().String()
+		e := newSiteOn(t, ln, s, func(o *server.Options) {
+			o.BaseURL = base
+			o.Billing = billing.NewPaddle("pdl_test_key", fake.URL(), billing.Prices{"team": "pri_team"}, nil)
+			o.PaddleWebhookSecret = "pdl_ntfset_test"
+			o.PricePlans = map[string]string{"pri_team": "team"}
+		})
+		owner := samltest.NewBrowser(t)
+		p := owner.Submit(samltest.Form{Action: base + "/signup", Values: url.Values{"name": {"Olive Owner"}, "email": {"olive@example.com"}, "password": {goodPassword}}})
+		if p.Status != 303 {
+			t.Fatalf("sign-up: %d %.300s", p.Status, p.Body)
+		}
+		page := owner.Get(base + "/org/billing")
+		has(t, page, 200, "<h1>Billing</h1>", `id="billing-status">trialing`, `id="trial-left">14 days left`, `id="seats">1 of 25 used`, `id="checkout-team"`)
+		if strings.Contains(page.Body, `id="billing-banner"`) {
+			t.Error("a banner two weeks before the trial ends")
+		}
+		if p := owner.Get(base + "/plans"); p.Status != 301 || p.Location != "/org/billing" {
+			t.Errorf("/plans: %d %q", p.Status, p.Location)
+		}
+
+		// Checkout: the page hands the browser on to Paddle's checkout.
+		went := owner.Submit(samltest.Form{Action: base + "/org/billing/checkout", Values: url.Values{"plan": {"team"}}})
+		has(t, went, 200, `id="billing-go"`, "data-follow", "_ptxn=")
+		if len(fake.Transactions()) != 1 {
+			t.Fatalf("Paddle got %d transactions", len(fake.Transactions()))
+		}
+		// The portal before any payment: refused with the API's reason.
+		has(t, owner.Submit(samltest.Form{Action: base + "/org/billing/portal"}), 409, "no subscription at the payment provider yet")
+
+		// A week before the end, every page warns; a failed payment too.
+		e.clock.Advance(8 * 24 * time.Hour)
+		has(t, owner.Get(base+"/notifications"), 200, `id="billing-banner"`, "The trial ends in 6 days")
+		olive, _, err := s.UserCredentials(t.Context(), "olive@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: e.clock.Now(),
+			OrgID: olive.OrgID, CustomerID: "ctm_1", SubscriptionID: "sub_1", Status: perch.PlanPastDue}, "team"); err != nil {
+			t.Fatal(err)
+		}
+		has(t, owner.Get(base+"/org"), 200, `id="billing-banner"`, "The last payment failed")
+		has(t, owner.Get(base+"/org/billing"), 200, `id="portal"`)
+		has(t, owner.Submit(samltest.Form{Action: base + "/org/billing/portal"}), 200, `id="billing-go"`, "the billing portal")
+	})
+}
+
+// TestDashboardBillingOff: without a provider the page says that a
+// platform admin sets plans, offers no checkout, and no banner shows.
+func TestDashboardBillingOff(t *testing.T) {
+	ln := listen(t)
+	base := "http://" + ln.Addr().String()
+	e := newSiteOn(t, ln, storetest.New(t, store.SQLite), func(o *server.Options) { o.BaseURL = base })
+	b := samltest.NewBrowser(t)
+	b.Submit(samltest.Form{Action: base + "/signup", Values: url.Values{"name": {"Olive Owner"}, "email": {"olive@example.com"}, "password": {goodPassword}}})
+	e.clock.Advance(13 * 24 * time.Hour)
+	p := b.Get(base + "/org/billing")
+	has(t, p, 200, `id="billing-off"`)
+	if strings.Contains(p.Body, `id="checkout-team"`) || strings.Contains(p.Body, `id="billing-banner"`) {
+		t.Errorf("billing off offers checkout or warns: %.2000s", p.Body)
+	}
+}
