@@ -29,6 +29,10 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 )
 
+// Billing (DESIGN.md §10): Stripe's client, tested against stripe-mock
+// v0.203.0 (a binary, not a module dependency); Paddle is plain net/http.
+require github.com/stripe/stripe-go/v85 v85.0.0
+
 // SAML single sign-on: goxmldsig is held at v1.6.1, above the v1.4.0
 // crewjam/saml asks for (DESIGN.md §13, advisory GO-2026-6909).
 require (

@@ -1,0 +1,163 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/stripe/stripe-go/v85"
+)
+
+// stripeProvider opens Stripe Checkout Sessions and billing portal sessions
+// through its own stripe.Client: nothing is shared with stripe-go's package
+// globals, so two servers in one process may hold different keys.
+type stripeProvider struct {
+	client *stripe.Client
+	key    string
+	prices Prices
+}
+
+// stripeRetries is how often stripe-go retries a request that failed on
+// the way (with an idempotency key, so nothing is created twice): once, as
+// a person is waiting for the redirect.
+const stripeRetries = 1
+
+// NewStripe talks to Stripe's API at apiURL ("" is https://api.stripe.com;
+// tests give stripe-mock's URL) with stripe-go, over hc (nil: a client with
+// a 10-second timeout). stripe-go's own logging and its request telemetry
+// to Stripe are off: a failure is returned, and the server decides what to
+// log.
+func NewStripe(secretKey, apiURL string, prices Prices, hc *http.Client) Provider {
+	if apiURL == "" {
+		apiURL = stripe.APIURL
+	}
+	quiet := &stripe.LeveledLogger{Level: stripe.LevelNull}
+	hc = httpClient(hc)
+	config := func(url string) *stripe.BackendConfig {
+		return &stripe.BackendConfig{
+			HTTPClient:        hc,
+			URL:               stripe.String(url),
+			LeveledLogger:     quiet,
+			EnableTelemetry:   stripe.Bool(false),
+			MaxNetworkRetries: stripe.Int64(stripeRetries),
+		}
+	}
+	backends := &stripe.Backends{
+		API:         stripe.GetBackendWithConfig(stripe.APIBackend, config(apiURL)),
+		Connect:     stripe.GetBackendWithConfig(stripe.ConnectBackend, config(stripe.ConnectURL)),
+		Uploads:     stripe.GetBackendWithConfig(stripe.UploadsBackend, config(stripe.UploadsURL)),
+		MeterEvents: stripe.GetBackendWithConfig(stripe.MeterEventsBackend, config(stripe.MeterEventsURL)),
+	}
+	return &stripeProvider{
+		client: stripe.NewClient(secretKey, stripe.WithBackends(backends)),
+		key:    secretKey,
+		prices: prices.clone(),
+	}
+}
+
+// Name answers perch.BillingStripe.
+func (p *stripeProvider) Name() string { return perch.BillingStripe }
+
+// PlanOf maps a Stripe price id to its plan slug.
+func (p *stripeProvider) PlanOf(priceID string) string { return p.prices.planOf(priceID) }
+
+// Checkout creates a Checkout Session in subscription mode for the plan's
+// price. The organisation id travels as client_reference_id and in the
+// session's and the subscription's metadata, so that every later event can
+// be tied back to it. An organisation that is already a customer keeps its
+// customer; otherwise the buyer's address is prefilled.
+func (p *stripeProvider) Checkout(ctx context.Context, c CheckoutRequest) (string, error) {
+	if err := checkRequest(c); err != nil {
+		return "", err
+	}
+	price, err := p.prices.price(c.Plan)
+	if err != nil {
+		return "", err
+	}
+	params := &stripe.CheckoutSessionCreateParams{
+		Mode: stripe.String(string(stripe.CheckoutSessionModeSubscription)),
+		LineItems: []*stripe.CheckoutSessionCreateLineItemParams{
+			{Price: stripe.String(price), Quantity: stripe.Int64(1)},
+		},
+		ClientReferenceID: stripe.String(c.OrgID),
+		Metadata:          map[string]string{"org_id": c.OrgID, "plan": c.Plan, "price_id": price},
+		SubscriptionData: &stripe.CheckoutSessionCreateSubscriptionDataParams{
+			Metadata: map[string]string{"org_id": c.OrgID, "plan": c.Plan},
+		},
+	}
+	switch {
+	case c.CustomerID != "":
+		params.Customer = stripe.String(c.CustomerID)
+	case c.Email != "":
+		params.CustomerEmail = stripe.String(c.Email)
+	}
+	if c.SuccessURL != "" {
+		params.SuccessURL = stripe.String(c.SuccessURL)
+	}
+	if c.CancelURL != "" {
+		params.CancelURL = stripe.String(c.CancelURL)
+	}
+	session, err := p.client.V1CheckoutSessions.Create(ctx, params)
+	if err != nil {
+		return "", p.wrap("create checkout session", err)
+	}
+	if session.URL == "" {
+		return "", fmt.Errorf("stripe: checkout session %s has no URL", session.ID)
+	}
+	return session.URL, nil
+}
+
+// Portal creates a billing portal session for the customer, returning to
+// returnURL. Stripe's portal shows all of a customer's subscriptions, so
+// subscriptionID is not used.
+func (p *stripeProvider) Portal(ctx context.Context, customerID, subscriptionID, returnURL string) (string, error) {
+	if customerID == "" {
+		return "", errors.New("billing: the organisation has no Stripe customer to open the portal for")
+	}
+	params := &stripe.BillingPortalSessionCreateParams{Customer: stripe.String(customerID)}
+	if returnURL != "" {
+		params.ReturnURL = stripe.String(returnURL)
+	}
+	session, err := p.client.V1BillingPortalSessions.Create(ctx, params)
+	if err != nil {
+		return "", p.wrap("create billing portal session", err)
+	}
+	if session.URL == "" {
+		return "", fmt.Errorf("stripe: billing portal session %s has no URL", session.ID)
+	}
+	return session.URL, nil
+}
+
+// wrap says what failed in Stripe's words, without the JSON stripe-go puts
+// in its errors and without the key.
+func (p *stripeProvider) wrap(op string, err error) error {
+	var msg string
+	var se *stripe.Error
+	if errors.As(err, &se) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "stripe: %s: %s", op, se.Msg)
+		var details []string
+		if se.Code != "" {
+			details = append(details, "code "+string(se.Code))
+		}
+		if se.Param != "" {
+			details = append(details, "param "+se.Param)
+		}
+		if se.HTTPStatusCode != 0 {
+			details = append(details, fmt.Sprintf("status %d", se.HTTPStatusCode))
+		}
+		if se.RequestID != "" {
+			details = append(details, "request "+se.RequestID)
+		}
+		if len(details) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(details, ", "))
+		}
+		msg = b.String()
+	} else {
+		msg = fmt.Sprintf("stripe: %s: %v", op, err)
+	}
+	return &providerError{msg: redact(msg, p.key), err: err}
+}
