@@ -94,11 +94,14 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSubscriptionChanged, Actor: perch.AuditActor{Type: perch.ActorProvider, ID: p.provider},
 		Target: orgTarget(out.OrgID), OrgID: out.OrgID, Changes: changes})
-	switch ev.Alert {
-	case perch.AlertPaymentFailed:
+	// Owners hear of a change, not of every retry: a payment that fails
+	// again while the organisation is behind, or a second cancellation
+	// event (Paddle sends one per transaction and subscription), is quiet.
+	switch {
+	case ev.Alert == perch.AlertPaymentFailed && b.Status != perch.PlanPastDue:
 		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityError,
 			"A payment failed", "The last payment for the "+a.Plan+" plan did not go through. Update the payment method in the billing portal to keep the plan.")
-	case perch.AlertCanceled:
+	case ev.Alert == perch.AlertCanceled && b.Status != perch.PlanCanceled:
 		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityWarning,
 			"The subscription was canceled", "The organisation's "+a.Plan+" subscription has ended. Choose a plan on the billing page to continue.")
 	}

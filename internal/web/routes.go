@@ -1,5 +1,7 @@
 package web
 
+import "net/http"
+
 // routes lists every page of the dashboard. Each is Public (no session
 // needed) or Private (signed in, else sent to sign in and back); either way
 // a form post must come from the dashboard's own origin.
