@@ -50,6 +50,10 @@ type Org struct {
 	SeatCount          int `json:"seat_count"`          // members
 	PendingInvitations int `json:"pending_invitations"` // each holds a seat until it ends
 	MaxSeats           int `json:"max_seats"`           // the plan's cap on both together
+
+	// Subscription is the organisation's billing state (DESIGN.md §10): its
+	// plan and status again, with the paid period and the provider.
+	Subscription *Subscription `json:"subscription"`
 }
 
 // Plan statuses of an organisation: on its trial, paying, behind with a

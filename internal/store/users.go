@@ -151,21 +151,24 @@ func (s *Store) GrantAdmin(ctx context.Context, email string) error {
 	return expectOne(res, err, "User")
 }
 
-// Org returns the organisation with the given ID and its seat counts, or
-// ENOTFOUND.
+// Org returns the organisation with the given ID, its seat counts and its
+// subscription, or ENOTFOUND.
 func (s *Store) Org(ctx context.Context, id string) (*perch.Org, error) {
 	var o perch.Org
 	var created int64
 	var trial sql.NullInt64
+	var sub subscriptionRow
 	err := s.r.QueryRowContext(ctx, s.q(`SELECT o.id, o.name, o.slug, o.plan, o.plan_status, o.trial_ends_at, o.created_at, p.max_seats,
 			(SELECT COUNT(*) FROM users u WHERE u.org_id = o.id),
-			(SELECT COUNT(*) FROM invitations i WHERE i.org_id = o.id AND i.status = 'pending' AND i.expires_at > ?)
+			(SELECT COUNT(*) FROM invitations i WHERE i.org_id = o.id AND i.status = 'pending' AND i.expires_at > ?),
+			`+subscriptionColumns+`
 		FROM orgs o JOIN plans p ON p.slug = o.plan WHERE o.id = ?`), ms(s.now()), id).
-		Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.PlanStatus, &trial, &created, &o.MaxSeats, &o.SeatCount, &o.PendingInvitations)
+		Scan(append([]any{&o.ID, &o.Name, &o.Slug, &o.Plan, &o.PlanStatus, &trial, &created, &o.MaxSeats, &o.SeatCount, &o.PendingInvitations},
+			sub.dest()...)...)
 	if err != nil {
 		return nil, notFound(err, "Organisation")
 	}
-	o.CreatedAt, o.TrialEndsAt = fromMS(created), fromNullMS(trial)
+	o.CreatedAt, o.TrialEndsAt, o.Subscription = fromMS(created), fromNullMS(trial), sub.subscription()
 	return &o, nil
 }
 

@@ -131,8 +131,9 @@ func TestRenameOrg(t *testing.T) {
 func equalOrgs(a, b *perch.Org) bool {
 	ta, tb := *a, *b
 	ta.TrialEndsAt, tb.TrialEndsAt = nil, nil
+	ta.Subscription, tb.Subscription = nil, nil
 	sameTrial := (a.TrialEndsAt == nil) == (b.TrialEndsAt == nil) && (a.TrialEndsAt == nil || a.TrialEndsAt.Equal(*b.TrialEndsAt))
-	return ta == tb && sameTrial
+	return ta == tb && sameTrial && describe(a.Subscription) == describe(b.Subscription)
 }
 
 func TestMembersOldestFirstWithTheirTeams(t *testing.T) {
