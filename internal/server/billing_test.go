@@ -109,6 +109,11 @@ func newBillingOrg(a *api, ts *httptest.Server) *billingOrg {
 	o.admin = a.invite(o.owner, "Adam Admin", "admin")
 	o.member = a.invite(o.owner, "Mia Member", "member")
 	o.hook = a.webhookToken(o.owner, "org", "")
+	// API tokens, not sign-ins: tests move the clock by days.
+	for _, acc := range []*account{o.owner, o.admin, o.member} {
+		a.apiToken(acc, "menu bar")
+		acc.Access = acc.Token
+	}
 	o.ownerWS, o.memberWS = dial(a.t, ts, o.owner.Access, ""), dial(a.t, ts, o.member.Access, "")
 	o.ownerWS.ready()
 	o.memberWS.ready()
@@ -240,7 +245,7 @@ func TestPaddleBilling(t *testing.T) {
 		}
 
 		now := a.clock.Now()
-		sub := map[string]any{"id": "sub_01perch", "status": "active", "customer_id": "ctm_01perch", "custom_data": map[string]any{"org_id": org},
+		sub := map[string]any{"id": "sub_01hv8y5ehszzq0yv20ttx3166y", "status": "active", "customer_id": "ctm_01hv8x29kz0t586xy6zn1a62ny", "custom_data": map[string]any{"org_id": org},
 			"items":                  []any{map[string]any{"price": map[string]any{"id": "pri_enterprise"}, "quantity": 1}},
 			"current_billing_period": map[string]any{"starts_at": now.Format(time.RFC3339), "ends_at": now.AddDate(0, 1, 0).Format(time.RFC3339)}}
 		expect(t, a.paddleEvent("evt_01", "subscription.created", now, sub), 200)
@@ -248,7 +253,7 @@ func TestPaddleBilling(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/billing/checkout", o.owner.Access, map[string]string{"plan": "enterprise"}), 400)
 		expect(t, a.call("POST", "/api/v1/billing/portal", o.admin.Access, nil), 200)
 
-		failed := map[string]any{"id": "txn_01perch", "status": "past_due", "customer_id": "ctm_01perch", "subscription_id": "sub_01perch",
+		failed := map[string]any{"id": "txn_01hv8wptq8987qeep44cyrewp9", "status": "past_due", "customer_id": "ctm_01hv8x29kz0t586xy6zn1a62ny", "subscription_id": "sub_01hv8y5ehszzq0yv20ttx3166y",
 			"items": []any{map[string]any{"price": map[string]any{"id": "pri_enterprise"}, "quantity": 1}}}
 		expect(t, a.paddleEvent("evt_02", "transaction.payment_failed", now.Add(time.Second), failed), 200)
 		a.wantSubscription(o.owner, "enterprise", perch.PlanPastDue)
@@ -269,6 +274,8 @@ func TestPaddleBilling(t *testing.T) {
 func TestBillingOff(t *testing.T) {
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	owner := a.register("Olive Owner")
+	a.apiToken(owner, "outlives the clock")
+	owner.Access = owner.Token // the test moves the clock past sign-ins
 	for _, path := range []string{"/api/v1/billing/checkout", "/api/v1/billing/portal"} {
 		if res := expect(t, a.call("POST", path, owner.Access, map[string]string{"plan": "team"}), 503); res.ErrorCode() != perch.EBILLINGUNAVAILABLE {
 			t.Errorf("%s: %s", path, res.Raw)

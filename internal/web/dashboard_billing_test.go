@@ -30,6 +30,7 @@ func TestDashboardBilling(t *testing.T) {
 			o.PaddleWebhookSecret = "pdl_ntfset_test"
 			o.PricePlans = map[string]string{"pri_team": "team"}
 		})
+		e.clock.Advance(time.Since(e.clock.Now())) // the browser's cookie jar keeps the real time
 		owner := samltest.NewBrowser(t)
 		p := owner.Submit(samltest.Form{Action: base + "/signup", Values: url.Values{"name": {"Olive Owner"}, "email": {"olive@example.com"}, "password": {goodPassword}}})
 		if p.Status != 303 {
@@ -53,15 +54,18 @@ func TestDashboardBilling(t *testing.T) {
 		// The portal before any payment: refused with the API's reason.
 		has(t, owner.Submit(samltest.Form{Action: base + "/org/billing/portal"}), 409, "no subscription at the payment provider yet")
 
-		// A week before the end, every page warns; a failed payment too.
-		e.clock.Advance(8 * 24 * time.Hour)
-		has(t, owner.Get(base+"/notifications"), 200, `id="billing-banner"`, "The trial ends in 6 days")
+		// Within a week of the end, every page warns; a failed payment too.
 		olive, _, err := s.UserCredentials(t.Context(), "olive@example.com")
 		if err != nil {
 			t.Fatal(err)
 		}
+		ends := e.clock.Now().Add(6*24*time.Hour - time.Hour)
+		if _, _, err := s.UpdateOrgAsAdmin(t.Context(), olive.OrgID, perch.AdminOrgUpdate{SetTrialEndsAt: true, TrialEndsAt: &ends}); err != nil {
+			t.Fatal(err)
+		}
+		has(t, owner.Get(base+"/notifications"), 200, `id="billing-banner"`, "The trial ends in 6 days")
 		if _, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: e.clock.Now(),
-			OrgID: olive.OrgID, CustomerID: "ctm_1", SubscriptionID: "sub_1", Status: perch.PlanPastDue}, "team"); err != nil {
+			OrgID: olive.OrgID, CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny", SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue}, "team"); err != nil {
 			t.Fatal(err)
 		}
 		has(t, owner.Get(base+"/org"), 200, `id="billing-banner"`, "The last payment failed")
@@ -75,10 +79,19 @@ func TestDashboardBilling(t *testing.T) {
 func TestDashboardBillingOff(t *testing.T) {
 	ln := listen(t)
 	base := "http://" + ln.Addr().String()
-	e := newSiteOn(t, ln, storetest.New(t, store.SQLite), func(o *server.Options) { o.BaseURL = base })
+	s := storetest.New(t, store.SQLite)
+	e := newSiteOn(t, ln, s, func(o *server.Options) { o.BaseURL = base })
+	e.clock.Advance(time.Since(e.clock.Now())) // the browser's cookie jar keeps the real time
 	b := samltest.NewBrowser(t)
 	b.Submit(samltest.Form{Action: base + "/signup", Values: url.Values{"name": {"Olive Owner"}, "email": {"olive@example.com"}, "password": {goodPassword}}})
-	e.clock.Advance(13 * 24 * time.Hour)
+	olive, _, err := s.UserCredentials(t.Context(), "olive@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := e.clock.Now().Add(24 * time.Hour)
+	if _, _, err := s.UpdateOrgAsAdmin(t.Context(), olive.OrgID, perch.AdminOrgUpdate{SetTrialEndsAt: true, TrialEndsAt: &ends}); err != nil {
+		t.Fatal(err)
+	}
 	p := b.Get(base + "/org/billing")
 	has(t, p, 200, `id="billing-off"`)
 	if strings.Contains(p.Body, `id="checkout-team"`) || strings.Contains(p.Body, `id="billing-banner"`) {
