@@ -54,16 +54,21 @@ type Guard struct {
 // ErrRefused, or nil when it may. A zone is ignored: the guard dials
 // without it.
 func (g *Guard) Check(ip netip.Addr) error {
-	if !ip.IsValid() {
-		return fmt.Errorf("%w: no address", ErrRefused)
-	}
-	if g != nil && (g.AllowPrivate || g.allow != nil && g.allow(ip)) {
-		return nil
-	}
-	if why := refusal(ip.WithZone("")); why != "" {
+	if why := g.refusal(ip); why != "" {
 		return fmt.Errorf("%w: %s is %s", ErrRefused, ip, why)
 	}
 	return nil
+}
+
+// refusal says why ip may not be reached, or "" when it may.
+func (g *Guard) refusal(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return "no address"
+	}
+	if g != nil && (g.AllowPrivate || g.allow != nil && g.allow(ip)) {
+		return ""
+	}
+	return refusal(ip.WithZone(""))
 }
 
 // DialContext connects to addr ("host:port") over network ("tcp", "tcp4"
@@ -144,13 +149,14 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	ips := make([]netip.Addr, 0, len(found))
 	for _, f := range found {
 		ip, ok := netip.AddrFromSlice(f.IP)
+		ip = ip.Unmap() // resolvers give IPv4 addresses in 16 bytes
 		if !ok {
 			return nil, fmt.Errorf("%w: %s resolves to an address that cannot be read", ErrRefused, host)
 		}
-		if err := g.Check(ip); err != nil {
-			return nil, fmt.Errorf("%w (the address of %s)", err, host)
+		if why := g.refusal(ip); why != "" {
+			return nil, fmt.Errorf("%w: %s resolves to %s, which is %s", ErrRefused, host, ip, why)
 		}
-		ips = append(ips, ip.Unmap())
+		ips = append(ips, ip)
 	}
 	return ips, nil
 }
