@@ -278,7 +278,7 @@ func (s *Store) publish(ctx context.Context, tx *sql.Tx, orgID, id string) (*per
 	if err != nil {
 		return nil, err
 	}
-	snap, err := s.snapshot(ctx, tx, id)
+	snap, err := s.snapshot(ctx, tx, orgID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +310,10 @@ type publishedSnapshot struct {
 	name, description, condition, steps sql.NullString
 }
 
-func (s *Store) snapshot(ctx context.Context, tx *sql.Tx, id string) (publishedSnapshot, error) {
+func (s *Store) snapshot(ctx context.Context, tx *sql.Tx, orgID, id string) (publishedSnapshot, error) {
 	var p publishedSnapshot
 	err := tx.QueryRowContext(ctx, s.q(`SELECT published_version, published_name, published_description, published_condition, published_steps
-		FROM workflows WHERE id = ?`), id).Scan(&p.version, &p.name, &p.description, &p.condition, &p.steps)
+		FROM workflows WHERE id = ? AND org_id = ?`), id, orgID).Scan(&p.version, &p.name, &p.description, &p.condition, &p.steps)
 	return p, notFound(err, "Workflow")
 }
 
