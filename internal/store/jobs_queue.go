@@ -124,7 +124,8 @@ func scanJob(row interface{ Scan(...any) error }) (Job, error) {
 }
 
 // ClaimJobs leases up to limit due jobs (next_at at or before now, not
-// given up), oldest first, for lease: a claimed job is invisible to other
+// given up), the earliest due first (jobs due in the same millisecond in
+// no promised order), for lease: a claimed job is invisible to other
 // claimers until the lease ends (its next_at becomes now+lease), so a job
 // whose worker crashed is claimed again after its lease. Whoever claims it
 // then must call CompleteJob or RetryJob.

@@ -65,7 +65,7 @@ func TestThrottleCountsPerWindowKeyAndOrganisation(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ada, bob := mustOrgID(t, s, "Ada"), mustOrgID(t, s, "Bob")
 		start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC) // on a 10-minute boundary
-		per := 10 * time.Minute // max 2 throughout
+		per := 10 * time.Minute                                // max 2 throughout
 		mustThrottle(t, s, ada, "k", 2, per, start)
 		mustThrottle(t, s, ada, "k", 2, per, start.Add(time.Minute))
 		longKey := strings.Repeat("x", 300)
