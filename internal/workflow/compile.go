@@ -254,7 +254,6 @@ func compileExpr(p perch.Problems, field, expr string, want *cel.Type) cel.Progr
 	}
 	prg, err := env.Program(ast,
 		cel.CostLimit(exprCostLimit),
-		cel.InterruptCheckFrequency(100),
 		cel.EvalOptions(cel.OptOptimize),
 	)
 	if err != nil {

@@ -80,7 +80,8 @@ const stepCondition = "condition"
 // why: a failing workflow never loses or delays the notification. Run
 // itself never fails.
 func (p *Program) Run(ctx context.Context, in Input, h Hooks) Result {
-	r := &run{ctx: ctx, vars: newVars(in)}
+	r := &run{ctx: ctx}
+	r.vars.init(&in)
 	if p.condition != nil {
 		ok, err := r.evalBool(p.condition)
 		if err != nil {
@@ -218,7 +219,7 @@ func setField(n *perch.Notification, field, v string) {
 // spent so far.
 type run struct {
 	ctx  context.Context
-	vars *vars
+	vars vars
 	cost uint64
 }
 
@@ -240,7 +241,14 @@ func (r *run) eval(prg cel.Program) (ref.Val, error) {
 	if r.cost >= runCostLimit {
 		return nil, errors.New("the workflow's cost limit is exceeded")
 	}
-	out, det, err := prg.ContextEval(r.ctx, r.vars)
+	// The cost limit bounds one evaluation to well under a millisecond, so
+	// the context is checked between expressions rather than inside them
+	// (ContextEval costs a context and its goroutine-safe cancellation per
+	// call).
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, det, err := prg.Eval(&r.vars)
 	if det != nil {
 		if c := det.ActualCost(); c != nil {
 			r.cost += *c
@@ -281,9 +289,12 @@ func (r *run) evalString(prg cel.Program) (string, error) {
 	return string(s), nil
 }
 
-// vars is the activation CEL evaluates against: event, payload and now,
-// converted to CEL values once per run rather than once per expression.
+// vars is the activation CEL evaluates against: event, payload and now.
+// Each is converted to a CEL value the first time an expression of the run
+// asks for it, and not again: most conditions read only a field or two, and
+// ingest runs every enabled workflow on every notification.
 type vars struct {
+	in      *Input
 	ev      Event
 	event   ref.Val
 	payload ref.Val
@@ -293,22 +304,15 @@ type vars struct {
 // emptyPayload is the payload of a notification that came without one.
 var emptyPayload = map[string]any{}
 
-func newVars(in Input) *vars {
-	v := &vars{now: types.Timestamp{Time: in.Now}}
-	payload := in.Payload
-	if payload == nil {
-		payload = emptyPayload
-	}
-	v.payload = env.CELTypeAdapter().NativeToValue(payload)
+func (v *vars) init(in *Input) {
+	v.in = in
 	v.setEvent(&in.Notification)
-	// The CEL value reads v.ev through its pointer, so setEvent need not
-	// convert it again.
-	v.event = env.CELTypeAdapter().NativeToValue(&v.ev)
-	return v
 }
 
 // setEvent makes `event` show n.
 func (v *vars) setEvent(n *perch.Notification) {
+	// The CEL value reads v.ev through its pointer, so it need not be
+	// converted again.
 	v.ev = Event{Title: n.Title, Message: n.Message, Severity: n.Severity, Tab: n.Tab, Source: n.Source, URL: n.URL,
 		Scope: EventScope{Type: n.Scope.Type, ID: n.Scope.ID}}
 }
@@ -317,10 +321,23 @@ func (v *vars) setEvent(n *perch.Notification) {
 func (v *vars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "event":
+		if v.event == nil {
+			v.event = env.CELTypeAdapter().NativeToValue(&v.ev)
+		}
 		return v.event, true
 	case "payload":
+		if v.payload == nil {
+			payload := v.in.Payload
+			if payload == nil {
+				payload = emptyPayload
+			}
+			v.payload = env.CELTypeAdapter().NativeToValue(payload)
+		}
 		return v.payload, true
 	case "now":
+		if v.now == nil {
+			v.now = types.Timestamp{Time: v.in.Now}
+		}
 		return v.now, true
 	}
 	return nil, false
