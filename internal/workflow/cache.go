@@ -27,6 +27,9 @@ func NewCache() *Cache {
 // version's. A workflow that does not compile is not kept, and Compile's
 // error is returned.
 func (c *Cache) Program(w *perch.Workflow) (*Program, error) {
+	if w == nil {
+		return Compile(nil)
+	}
 	c.mu.Lock()
 	p, ok := c.programs[w.ID]
 	c.mu.Unlock()

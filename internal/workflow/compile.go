@@ -7,6 +7,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
 	"strings"
@@ -101,7 +102,8 @@ type setExpr struct {
 	prg   cel.Program
 }
 
-// Workflow returns the workflow p was compiled from. It must not be changed.
+// Workflow returns a copy of the workflow p was compiled from, taken when it
+// was compiled. It must not be changed: programs are shared.
 func (p *Program) Workflow() *perch.Workflow { return p.w }
 
 // Compile checks a workflow and compiles its CEL: the condition (a bool
@@ -122,6 +124,7 @@ func Compile(w *perch.Workflow) (*Program, error) {
 	if w == nil {
 		return nil, perch.Problems{"workflow": "is required"}.Err()
 	}
+	w = clone(w)
 	p := perch.Problems{}
 	checkText(p, "name", w.Name, perch.MaxWorkflowNameLen, perch.SingleLine, true)
 	checkText(p, "description", w.Description, perch.MaxWorkflowDescLen, perch.MultiLine, false)
@@ -212,6 +215,35 @@ func compileStep(p perch.Problems, workflowID string, i int, s *perch.Step) step
 		}
 	}
 	return st
+}
+
+// clone copies w deeply enough that changing the caller's workflow, its
+// steps or their maps afterwards cannot change a compiled program.
+func clone(w *perch.Workflow) *perch.Workflow {
+	c := *w
+	c.Steps = make([]perch.Step, len(w.Steps))
+	for i, s := range w.Steps {
+		if s.Set != nil {
+			s.Set = maps.Clone(s.Set)
+		}
+		s.Route = clonePtr(s.Route)
+		s.Drop = clonePtr(s.Drop)
+		s.Throttle = clonePtr(s.Throttle)
+		s.Digest = clonePtr(s.Digest)
+		s.Forward = clonePtr(s.Forward)
+		s.Email = clonePtr(s.Email)
+		c.Steps[i] = s
+	}
+	return &c
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // settable reports whether a set step may change field.

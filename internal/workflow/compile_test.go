@@ -122,6 +122,19 @@ func TestCompileReportsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestCompileCopiesTheWorkflow(t *testing.T) {
+	w := mustWorkflow("", perch.Step{Set: map[string]string{"title": `"a"`}}, perch.Step{Email: &perch.EmailStep{To: "owners"}})
+	p, err := Compile(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Name, w.Steps[0].Set["title"], w.Steps[1].Email.To = "Changed", `"b"`, "admins"
+	r := p.Run(t.Context(), input(), Hooks{})
+	if p.Workflow().Name != "Test" || r.Notification.Title != "a" || r.Emails[0].To != "owners" {
+		t.Errorf("the program changed with its workflow: %q, %+v, %v", p.Workflow().Name, r.Notification, r.Emails)
+	}
+}
+
 func TestCompileNil(t *testing.T) {
 	if _, err := Compile(nil); perch.ErrorCode(err) != perch.EVALIDATION {
 		t.Errorf("Compile(nil): %v", err)

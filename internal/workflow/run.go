@@ -167,14 +167,14 @@ func (r *run) step(s *step, n *perch.Notification, res *Result, h Hooks) (perch.
 		if err != nil {
 			return rs, fmt.Errorf("key: %w", err)
 		}
-		max := s.src.Throttle.Max
-		ok, err := h.Throttle(r.ctx, key, max, s.per)
+		limit := s.src.Throttle.Max
+		ok, err := h.Throttle(r.ctx, key, limit, s.per)
 		if err != nil {
 			return rs, err
 		}
 		if !ok {
 			res.Status = perch.RunThrottled
-			rs.Detail = fmt.Sprintf("over %d per %s", max, shortDuration(s.per))
+			rs.Detail = fmt.Sprintf("over %d per %s", limit, shortDuration(s.per))
 		}
 	case perch.StepDigest:
 		if h.Digest == nil {
