@@ -20,7 +20,6 @@ require (
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/oauth2-proxy/mockoidc v0.0.0-20240214162133-caebfff84d25
-	github.com/stripe/stripe-go/v85 v85.0.0
 	golang.org/x/oauth2 v0.37.0
 )
 
