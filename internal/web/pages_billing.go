@@ -55,7 +55,7 @@ func (c *call) billingPage(status int, v view, data *billingData) error {
 	if sub := data.Org.Subscription; sub != nil && sub.Status == perch.PlanTrialing && sub.TrialEndsAt != nil {
 		data.TrialDays = daysUntil(c.d.now(), *sub.TrialEndsAt)
 	}
-	v.Title, v.Nav, v.Data = "Billing", "billing", data
+	v.Title, v.Nav, v.Data, v.org = "Billing", "billing", data, &data.Org
 	c.render(status, "billing", v)
 	return nil
 }
@@ -102,16 +102,22 @@ func (c *call) billingRefused(err error) error {
 
 // billingBanner warns of a trial ending within a week or a failed
 // payment, when billing is on; nil otherwise (or when the organisation
-// cannot be read: a banner is never worth failing a page).
-func (c *call) billingBanner() *banner {
+// cannot be read: a banner is never worth failing a page). org is the
+// organisation when the page read it already; nil reads it.
+func (c *call) billingBanner(org *perch.Org) *banner {
 	if !c.d.billing || c.user == nil {
 		return nil
 	}
-	var org perch.Org
-	if err := c.do(http.MethodGet, "/api/v1/org", nil, &org); err != nil || org.Subscription == nil {
-		return nil
+	if org == nil {
+		org = &perch.Org{}
+		if err := c.do(http.MethodGet, "/api/v1/org", nil, org); err != nil {
+			return nil
+		}
 	}
 	sub := org.Subscription
+	if sub == nil {
+		return nil
+	}
 	switch {
 	case sub.Status == perch.PlanPastDue:
 		return &banner{Text: "The last payment failed: update the payment method to keep the " + sub.Plan + " plan.", Link: "/org/billing", Action: "Billing"}

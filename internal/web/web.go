@@ -212,6 +212,9 @@ type view struct {
 	// Banner warns the signed-in user's organisation of its billing: a
 	// trial about to end, a failed payment (billing on only).
 	Banner *banner
+	// org is the organisation when the page's handler read it already,
+	// so that the banner does not read it again.
+	org *perch.Org
 }
 
 // handler is a page action; it returns an error to show, or nil.
@@ -368,7 +371,7 @@ func (c *call) render(status int, page string, v view) {
 	v.Providers = c.d.providers
 	v.Outbox = c.outboxed()
 	if v.User != nil && v.Banner == nil {
-		v.Banner = c.billingBanner()
+		v.Banner = c.billingBanner(v.org)
 	}
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)
