@@ -238,7 +238,7 @@ func (s *Server) routed() http.Handler {
 
 // apiPaths are the paths the API serves; everything else is the
 // dashboard's.
-var apiPaths = []string{"/api/", "/webhooks/", "/ws", "/healthz", "/readyz", "/metrics", "/docs/api"}
+var apiPaths = []string{"/api/", "/webhooks/", "/scim/", "/ws", "/healthz", "/readyz", "/metrics", "/docs/api"}
 
 // Close ends what the HTTP server's Shutdown does not: it closes every
 // WebSocket with 1001 (going away) so clients reconnect elsewhere, deletes

@@ -321,3 +321,20 @@ func TestDashboardOrganisationForms(t *testing.T) {
 	b.post("/org/invitations", url.Values{"email": {"nope"}}).expect(t, 400, "").contains(t, `class="alert"`)
 	a.mail.WaitFor(t, "grace@example.com")
 }
+
+// TestAPIPathsBesideThePages: with the dashboard beside the API (as perch
+// serve composes them), every path the API serves reaches it, SCIM's
+// included, and answers in its own shape rather than as a page.
+func TestAPIPathsBesideThePages(t *testing.T) {
+	a := newSite(t, storetest.New(t, store.SQLite))
+	for path, want := range map[string]string{
+		"/scim/v2/ServiceProviderConfig": "application/scim+json",
+		"/scim/v2/Groups":                "application/scim+json",
+		"/api/v1/users/me":               "application/json; charset=utf-8",
+	} {
+		res := a.call("GET", path, "", nil)
+		if ct := res.Header.Get("Content-Type"); res.Status != 401 && res.Status != 404 || ct != want {
+			t.Errorf("GET %s: %d %q, want the API's answer (%s): %.200s", path, res.Status, ct, want, res.Raw)
+		}
+	}
+}
