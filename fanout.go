@@ -10,6 +10,7 @@ const (
 	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
 	FanoutResync       = "resync"       // notifications went unpublished: every client must catch up from the store
 	FanoutRevoked      = "revoked"      // sign-ins or API tokens of a user ended: sockets opened with them close
+	FanoutWorkflows    = "workflows"    // an organisation's workflows changed: instances compile them afresh
 )
 
 // FanoutMessage travels from the instance where something happened to the
@@ -22,6 +23,7 @@ type FanoutMessage struct {
 	IDs          []string      `json:"ids,omitempty"`          // FanoutRead
 	Sessions     []string      `json:"sessions,omitempty"`     // FanoutRevoked: ids of the sign-ins that ended
 	APITokens    []string      `json:"api_tokens,omitempty"`   // FanoutRevoked: ids of the API tokens that ended
+	OrgID        string        `json:"org_id,omitempty"`       // FanoutWorkflows
 }
 
 // Fanout carries messages to every subscriber on every instance, this one

@@ -118,6 +118,9 @@ func (s *Server) Deliver(m perch.FanoutMessage) {
 	switch m.Kind {
 	case perch.FanoutGrants, perch.FanoutTokens:
 		s.tokens.forget()
+	case perch.FanoutWorkflows:
+		s.flows.forget(m.OrgID)
+		return
 	case perch.FanoutResync:
 		s.Lost()
 		return
@@ -129,5 +132,6 @@ func (s *Server) Deliver(m perch.FanoutMessage) {
 // forgotten and clients reconnect to replay from the store.
 func (s *Server) Lost() {
 	s.tokens.forget()
+	s.flows.forget("")
 	s.hub.DropAll(hub.ReasonLost)
 }

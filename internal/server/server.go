@@ -93,6 +93,10 @@ type Options struct {
 	// The payment receivers' secrets: a receiver without its secret
 	// refuses every delivery (payment events are never taken unsigned).
 	StripeWebhookSecret, PaddleWebhookSecret string
+	// WorkflowAllowPrivate lets workflow forwards reach loopback, private,
+	// link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE);
+	// tests set it to reach their loopback listeners.
+	WorkflowAllowPrivate bool
 	// PricePlans maps both providers' price ids to plan slugs.
 	PricePlans map[string]string
 
@@ -136,6 +140,7 @@ type Server struct {
 	sockets sync.WaitGroup              // WebSocket connections being served
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
+	flows   *flows                      // compiled workflows by organisation
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
@@ -179,6 +184,7 @@ func New(o Options) *Server {
 		hub:     o.Hub,
 		ingest:  o.Ingest,
 		tokens:  newTokenCache(),
+		flows:   newFlows(),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 
