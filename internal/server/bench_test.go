@@ -1,10 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -29,4 +32,52 @@ func BenchmarkInboundIngest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkIngestWorkflows is BenchmarkInboundIngest for an organisation
+// with no workflow and with ten enabled ones (one matching each event, as
+// in BenchmarkTenWorkflows of internal/workflow), in one run: DESIGN.md §11
+// wants ten to keep 80% or more of the throughput of none.
+func BenchmarkIngestWorkflows(b *testing.B) {
+	for _, n := range []int{0, 10} {
+		b.Run(fmt.Sprintf("workflows=%d", n), func(b *testing.B) {
+			a := newAPI(b, storetest.New(b, store.SQLite))
+			ada := a.register("Ada")
+			tok := a.webhookToken(ada, "org", "")
+			var last string
+			for i := range n {
+				cond := fmt.Sprintf(`event.source == "monitoring" && event.title.contains("svc-%d")`, i)
+				if i%3 == 1 {
+					cond = fmt.Sprintf(`has(payload.alert) && payload.alert.service == "svc-%d"`, i)
+				}
+				if i == n-1 {
+					cond = `event.severity == "error" && has(payload.alert) && payload.alert.priority == "P1"`
+				}
+				a.clock.Advance(time.Millisecond)
+				last = a.addWorkflow(ada, fmt.Sprintf("rule %d", i), cond, perch.Step{Set: map[string]string{"title": `"[P1] " + event.title`}})
+			}
+			body := `{"title":"Deploy failed","message":"api v1.2.3 rolled back","severity":"error","tab":"Deploys","alert":{"priority":"P1","service":"api"}}`
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					rec := httptest.NewRecorder()
+					a.srv.ServeHTTP(rec, httptest.NewRequest("POST", "/webhooks/inbound?token="+tok, strings.NewReader(body)))
+					if rec.Code != 200 {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+				}
+			})
+			b.StopTimer()
+			if txs, ns := a.srv.ingest.Stats(); txs > 0 {
+				b.ReportMetric(float64(ns)/float64(txs), "events/commit")
+			}
+			if n > 0 {
+				if st := a.statsOf(ada.OrgID, last); st.Matched == 0 {
+					b.Fatalf("the matching workflow never matched: %+v", st)
+				}
+			}
+		})
+	}
 }

@@ -141,6 +141,7 @@ type Server struct {
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
+	runs    *runRecorder                // workflow runs and stats, written in batches
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
@@ -185,6 +186,7 @@ func New(o Options) *Server {
 		ingest:  o.Ingest,
 		tokens:  newTokenCache(),
 		flows:   newFlows(),
+		runs:    newRunRecorder(o.Store, o.Logger),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 
@@ -257,7 +259,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}
 	done := make(chan struct{})
-	go func() { s.sockets.Wait(); s.mailing.Wait(); close(done) }()
+	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

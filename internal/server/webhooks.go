@@ -24,7 +24,7 @@ type parser func(h http.Header, body []byte) (senders.Result, error)
 // sender's signature, parses, stores durably, and only then answers 200.
 func (s *Server) receiver(sender string, parse parser) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		scope, tokenID, err := s.webhookAudience(w, r, sender)
+		scope, tok, err := s.webhookAudience(w, r, sender)
 		if err != nil {
 			return err
 		}
@@ -57,20 +57,35 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 				}
 			}
 			if key != "" {
-				key = tokenID + "|" + e.Source + "|" + key
+				key = tok.id + "|" + e.Source + "|" + key
 			}
 			batch[i] = store.NewNotification{DedupeKey: key, Notification: perch.Notification{
 				Tab: e.Tab, Title: e.Title, Message: e.Message, Severity: e.Severity, Source: e.Source, URL: e.URL, Scope: scope,
 			}}
 		}
-		stored, err := s.ingest.Write(r.Context(), batch...)
-		if err != nil {
-			return err
+		var flowed *flowed
+		if tok.orgID != "" {
+			if flowed = s.applyWorkflows(r.Context(), tok.orgID, body, batch); flowed != nil {
+				batch = flowed.keep
+			}
 		}
-		out := receipt{Received: true, IDs: make([]string, len(stored)), Duplicate: true}
+		var stored []store.Stored
+		if len(batch) > 0 {
+			if stored, err = s.ingest.Write(r.Context(), batch...); err != nil {
+				return err
+			}
+		}
+		out := receipt{Received: true, IDs: make([]string, len(stored)), Duplicate: len(stored) > 0}
 		for i, st := range stored {
 			out.IDs[i] = st.Notification.ID
 			out.Duplicate = out.Duplicate && st.Duplicate
+		}
+		if flowed != nil {
+			flowed.stored(s.runs, stored)
+			out.Withheld = flowed.held
+			if flowed.jobs {
+				s.wakeWorker()
+			}
 		}
 		writeJSON(w, http.StatusOK, out)
 		return nil
@@ -79,13 +94,21 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 
 // receipt is a receiver's answer: the ids of the notifications stored, and
 // whether all of them were stored before (a redelivery); or why a delivery
-// that was understood is dropped.
+// that was understood is dropped. Withheld counts the notifications that
+// the organisation's workflows dropped, throttled or held for a digest:
+// accepted, and not stored as they came.
 type receipt struct {
 	Received  bool     `json:"received"`
 	IDs       []string `json:"ids,omitempty"`
 	Duplicate bool     `json:"duplicate,omitempty"`
+	Withheld  int      `json:"withheld,omitempty"`
 	Ignored   string   `json:"ignored,omitempty"`
 }
+
+// sender is who a delivery came from: the webhook token's id (or, for an
+// anonymous broadcast, the client address) and its organisation ("" for a
+// broadcast, which no organisation's workflows see).
+type sender struct{ id, orgID string }
 
 // allowNotifications bounds what one delivery may make: at most
 // MaxDeliveryNotifications notifications, whatever the sender and scope, and
@@ -107,35 +130,35 @@ func broadcastKey(ip netip.Addr) string { return "broadcast-ip:" + ip.String() }
 // token the delivery is a broadcast to everyone, when the server allows that,
 // and limited per client IP (here, by one notification; allowNotifications
 // counts the rest once the delivery is parsed).
-func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, sender string) (perch.Scope, string, error) {
+func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, name string) (perch.Scope, sender, error) {
 	raw := queryValue(r.URL, "token")
 	if raw == "" {
 		if !s.opts.AnonymousBroadcast {
-			return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "A webhook token is required: add ?token=whk_… to the URL.")
+			return perch.Scope{}, sender{}, perch.Errorf(perch.EUNAUTHORIZED, "A webhook token is required: add ?token=whk_… to the URL.")
 		}
 		if err := s.allowRate(w, r, s.opts.BroadcastLimit, broadcastKey(s.clientIP(r)), 1); err != nil {
-			return perch.Scope{}, "", err
+			return perch.Scope{}, sender{}, err
 		}
 		// Anonymous redeliveries are recognised per client address, so one
 		// sender's keys cannot suppress another's broadcasts.
-		return perch.Scope{Type: perch.ScopeAll}, "anonymous:" + s.clientIP(r).String(), nil
+		return perch.Scope{Type: perch.ScopeAll}, sender{id: "anonymous:" + s.clientIP(r).String()}, nil
 	}
 	if !strings.HasPrefix(raw, perch.WebhookTokenPrefix) {
-		return perch.Scope{}, "", perch.Errorf(perch.EUNAUTHORIZED, "The token is not a webhook token (whk_…).")
+		return perch.Scope{}, sender{}, perch.Errorf(perch.EUNAUTHORIZED, "The token is not a webhook token (whk_…).")
 	}
 	t, touch, err := s.tokens.lookup(r.Context(), s.store, auth.HashToken(raw), s.now())
 	if err != nil {
-		return perch.Scope{}, "", err
+		return perch.Scope{}, sender{}, err
 	}
-	if t.Sender != sender {
-		return perch.Scope{}, "", perch.Errorf(perch.EFORBIDDEN, "This token is for the %s receiver (/webhooks/%s), not %s.", t.Sender, t.Sender, sender)
+	if t.Sender != name {
+		return perch.Scope{}, sender{}, perch.Errorf(perch.EFORBIDDEN, "This token is for the %s receiver (/webhooks/%s), not %s.", t.Sender, t.Sender, name)
 	}
 	if touch {
 		if err := s.store.TouchWebhookToken(r.Context(), t.ID, time.Minute); err != nil {
-			return perch.Scope{}, "", err
+			return perch.Scope{}, sender{}, err
 		}
 	}
-	return t.Audience(), t.ID, nil
+	return t.Audience(), sender{id: t.ID, orgID: t.OrgID}, nil
 }
 
 var errBadSignature = perch.Errorf(perch.EUNAUTHORIZED, "The delivery's signature is missing or wrong.")

@@ -69,6 +69,18 @@ func JobBackoff(attempts int) time.Duration {
 // JSON in UTF-8, is EBADREQUEST and nothing is queued; an organisation
 // that does not exist is ENOTFOUND.
 func (s *Store) EnqueueJobs(ctx context.Context, jobs []Job) error {
+	if err := checkJobs(jobs); err != nil {
+		return err
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	now := s.now()
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.insertJobs(ctx, tx, jobs, now, false) })
+}
+
+// checkJobs refuses jobs that EnqueueJobs cannot queue, naming every one.
+func checkJobs(jobs []Job) error {
 	var problems []string
 	for i, j := range jobs {
 		if j.OrgID == "" || j.Kind == "" || len(j.Kind) > maxJobKind || storableText(j.Kind, maxJobKind) != j.Kind {
@@ -81,28 +93,73 @@ func (s *Store) EnqueueJobs(ctx context.Context, jobs []Job) error {
 	if len(problems) > 0 {
 		return perch.Errorf(perch.EBADREQUEST, "The jobs cannot be queued: %s.", strings.Join(problems, "; "))
 	}
+	return nil
+}
+
+// insertJobs queues checked jobs in tx, due at now. With skipGone, a job
+// of an organisation that no longer exists is left out instead of failing
+// the transaction (which, in ingest, other deliveries share).
+func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, jobs []Job, now time.Time, skipGone bool) error {
+	insert := `INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at) VALUES (?, ?, ?, ?, ?, ?)`
+	if skipGone {
+		insert = `INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at)
+			SELECT ?, id, ?, ?, ?, ? FROM orgs WHERE id = ?`
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		payload := string(j.Payload)
+		if payload == "" {
+			payload = "null"
+		}
+		id := newID()
+		args := []any{id, j.OrgID, j.Kind, payload, ms(now), ms(now)}
+		if skipGone {
+			args = []any{id, j.Kind, payload, ms(now), ms(now), j.OrgID}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(insert), args...); err != nil {
+			return orgMissing(err)
+		}
+		j.ID, j.CreatedAt, j.NextAt = id, now, now
+		j.Attempts, j.LastError, j.FailedAt = 0, "", time.Time{}
+	}
+	return nil
+}
+
+// NotificationJob is work to queue with a notification (a workflow's
+// forward or e-mail): InsertNotifications queues it in the transaction that
+// stores the notification, and only when the notification is new, so that
+// neither is kept without the other and a redelivery queues nothing again.
+type NotificationJob struct {
+	OrgID string
+	Kind  string
+	// Payload makes the job's payload from the notification as stored,
+	// with its id and time.
+	Payload func(perch.Notification) (json.RawMessage, error)
+}
+
+// queueNotificationJobs queues the jobs of the new notifications of batch,
+// whose outcome is out.
+func (s *Store) queueNotificationJobs(ctx context.Context, tx *sql.Tx, batch []NewNotification, out []Stored, now time.Time) error {
+	var jobs []Job
+	for i := range batch {
+		if out[i].Duplicate {
+			continue
+		}
+		for _, nj := range batch[i].Jobs {
+			payload, err := nj.Payload(out[i].Notification)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, Job{OrgID: nj.OrgID, Kind: nj.Kind, Payload: payload})
+		}
+	}
 	if len(jobs) == 0 {
 		return nil
 	}
-	now := s.now()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for i := range jobs {
-			j := &jobs[i]
-			payload := string(j.Payload)
-			if payload == "" {
-				payload = "null"
-			}
-			id := newID()
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at)
-				VALUES (?, ?, ?, ?, ?, ?)`), id, j.OrgID, j.Kind, payload, ms(now), ms(now)); err != nil {
-				return orgMissing(err)
-			}
-			j.ID, j.CreatedAt, j.NextAt = id, now, now
-			j.Attempts, j.LastError, j.FailedAt = 0, "", time.Time{}
-		}
-		return nil
-	})
-	return err
+	if err := checkJobs(jobs); err != nil {
+		return err
+	}
+	return s.insertJobs(ctx, tx, jobs, now, true)
 }
 
 const jobColumns = `id, org_id, kind, payload, attempts, created_at, next_at, last_error, failed_at`

@@ -18,6 +18,7 @@ import (
 type NewNotification struct {
 	Notification perch.Notification // ID and CreatedAt are assigned by the store
 	DedupeKey    string
+	Jobs         []NotificationJob // queued with the notification when it is new
 }
 
 // Stored is the outcome of storing one NewNotification: the notification with
@@ -80,6 +81,10 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		stmt        *sql.Stmt
 	}
 	var plan []statement
+	hasJobs := false
+	for i := range batch {
+		hasJobs = hasJobs || len(batch[i].Jobs) > 0
+	}
 	for start := 0; start < len(batch); {
 		st := statement{start: start, rows: chunkSize(len(batch) - start)}
 		st.returning = s.needsReturning(batch[start : start+st.rows])
@@ -103,6 +108,9 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 			if err != nil {
 				return err
 			}
+		}
+		if hasJobs {
+			return s.queueNotificationJobs(ctx, tx, batch, out, now)
 		}
 		return nil
 	}

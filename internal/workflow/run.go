@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,11 +17,36 @@ import (
 
 // Input is what a workflow sees: the notification as accepted (before it is
 // stored), the sender's JSON body as a map (nil when there is none), and the
-// time.
+// time. Ingest passes the body as Body instead, decoded only when an
+// expression reads payload and then once for all the workflows it runs.
 type Input struct {
 	Notification perch.Notification
 	Payload      map[string]any
+	Body         *Payload // read when Payload is nil
 	Now          time.Time
+}
+
+// Payload is a sender's JSON body, shared by the runs of every workflow on
+// the notifications of one delivery: it is decoded the first time an
+// expression reads `payload`, and not again. A body that is not a JSON
+// object is an empty payload. It is not safe for concurrent use.
+type Payload struct {
+	body []byte
+	val  ref.Val
+}
+
+// NewPayload wraps a sender's body.
+func NewPayload(body []byte) *Payload { return &Payload{body: body} }
+
+func (p *Payload) value() ref.Val {
+	if p.val == nil {
+		var m map[string]any
+		if json.Unmarshal(p.body, &m) != nil || m == nil {
+			m = emptyPayload
+		}
+		p.val = env.CELTypeAdapter().NativeToValue(m)
+	}
+	return p.val
 }
 
 // Hooks carry out the steps that need state shared by instances, so that
@@ -326,6 +352,9 @@ func (v *vars) ResolveName(name string) (any, bool) {
 		}
 		return v.event, true
 	case "payload":
+		if v.payload == nil && v.in.Payload == nil && v.in.Body != nil {
+			v.payload = v.in.Body.value()
+		}
 		if v.payload == nil {
 			payload := v.in.Payload
 			if payload == nil {

@@ -260,3 +260,21 @@ func TestRunStopsWhenTheContextIsCancelled(t *testing.T) {
 		t.Errorf("Status = %q, steps %v", r.Status, r.Steps)
 	}
 }
+
+// TestRunPayloadFromBody: ingest hands the sender's body undecoded; it is
+// read as the payload map, and a body that is not a JSON object is an empty
+// payload rather than a failure.
+func TestRunPayloadFromBody(t *testing.T) {
+	p := mustCompile(t, `has(payload.alert) && payload.alert.priority == "P1" && payload.count >= 3`, perch.Step{Drop: &perch.DropStep{}})
+	body := NewPayload([]byte(`{"alert": {"priority": "P1"}, "count": 3}`))
+	for i := range 2 { // the second run reads what the first decoded
+		if r := p.Run(t.Context(), Input{Notification: alert, Body: body}, Hooks{}); r.Status != perch.RunDropped {
+			t.Fatalf("run %d: Status = %q, want dropped (steps %+v)", i, r.Status, r.Steps)
+		}
+	}
+	for _, raw := range []string{`[1, 2]`, `not json`, `null`, ``} {
+		if r := p.Run(t.Context(), Input{Notification: alert, Body: NewPayload([]byte(raw))}, Hooks{}); r.Matched || r.Status != "" {
+			t.Errorf("body %q: Matched = %v, Status = %q, want no match", raw, r.Matched, r.Status)
+		}
+	}
+}

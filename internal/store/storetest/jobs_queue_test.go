@@ -320,3 +320,45 @@ func TestRetryJobStoresAnyErrorText(t *testing.T) {
 		}
 	})
 }
+
+// Jobs carried by a notification are queued in the transaction that stores
+// it, with the stored notification in their payload; a redelivery queues
+// nothing again, and an organisation deleted meanwhile loses its jobs
+// without failing the other notifications of the batch.
+func TestNotificationJobsAreQueuedWithTheNotification(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		clock, org := queueStore(t, s)
+		job := store.NotificationJob{OrgID: org, Kind: store.JobWorkflowForward, Payload: func(n perch.Notification) (json.RawMessage, error) {
+			return json.Marshal(map[string]string{"id": n.ID, "title": n.Title})
+		}}
+		gone := job
+		gone.OrgID = "org_gone"
+		batch := func() []store.NewNotification {
+			return []store.NewNotification{
+				{DedupeKey: "k1", Notification: perch.Notification{Title: "first", Severity: perch.SeverityInfo, Tab: "t", Source: "inbound", Scope: perch.Scope{Type: perch.ScopeOrg, ID: org}}, Jobs: []store.NotificationJob{job, job}},
+				{DedupeKey: "k2", Notification: perch.Notification{Title: "second", Severity: perch.SeverityInfo, Tab: "t", Source: "inbound", Scope: perch.Scope{Type: perch.ScopeOrg, ID: org}}, Jobs: []store.NotificationJob{gone}},
+			}
+		}
+		stored, err := s.InsertNotifications(context.Background(), batch(), nil)
+		if err != nil {
+			t.Fatalf("InsertNotifications: %v", err)
+		}
+		jobs := mustClaim(t, s, clock.Now(), time.Minute, 10)
+		if len(jobs) != 2 {
+			t.Fatalf("%d jobs queued, want the first notification's 2", len(jobs))
+		}
+		want := fmt.Sprintf(`{"id":%q,"title":"first"}`, stored[0].Notification.ID)
+		for _, j := range jobs {
+			if string(j.Payload) != want || j.OrgID != org || j.Kind != store.JobWorkflowForward {
+				t.Errorf("job = %s %s %s, want %s", j.OrgID, j.Kind, j.Payload, want)
+			}
+		}
+		again, err := s.InsertNotifications(context.Background(), batch(), nil)
+		if err != nil || !again[0].Duplicate {
+			t.Fatalf("redelivery: %v, %+v", err, again)
+		}
+		if n := len(mustClaim(t, s, clock.Now().Add(time.Hour), time.Minute, 10)); n != 2 {
+			t.Fatalf("after a redelivery %d jobs are due (the 2 leased ones, again), want 2", n)
+		}
+	})
+}
