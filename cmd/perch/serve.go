@@ -131,6 +131,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MetricsToken:             c.MetricsToken,
 		SeparateMetrics:          c.MetricsListen != "",
 	})
+	if err := srv.SeedStarters(ctx); err != nil {
+		logger.Warn("seeding the marketplace's starter workflows failed; the next start tries again", "err", err)
+	}
 
 	subCtx, unsubscribe := context.WithCancel(context.Background())
 	defer unsubscribe()
