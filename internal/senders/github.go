@@ -129,7 +129,7 @@ func GitHub(h http.Header, body []byte) (Result, error) {
 	}
 	e.Tab, e.Source = perch.TabCode, perch.SourceCodeHost
 	e.DeliveryID = deliveryID(h.Get("X-GitHub-Delivery"))
-	return Result{Events: []perch.Event{*e}}, nil
+	return Result{Events: []perch.Event{*e}, Payload: body}, nil
 }
 
 // githubKinds are the event kinds Perch subscribes to. A parser returns nil

@@ -107,6 +107,9 @@ func TestGitHubForm(t *testing.T) {
 	checkResult(t, got, err, events(codeEvent(perch.Event{Severity: perch.SeverityInfo,
 		Title:   "acme/widgets #101 opened: " + prTitle,
 		Message: "mona opened this pull request\nretry-client → main · by mona", URL: prURL})))
+	if string(got.Payload) != string(body) {
+		t.Errorf("Payload is not the form's JSON: %.80q", got.Payload)
+	}
 }
 
 func TestGitHubSparsePayloads(t *testing.T) {

@@ -28,6 +28,10 @@ type Result struct {
 	// deliberately dropped, e.g. `github event "star" is not subscribed`. The
 	// receiver still answers 200 so that the sender does not retry.
 	Ignored string
+	// Payload is the JSON document the events came from, when it is not
+	// the body itself (GitHub's form-encoded deliveries carry it in a
+	// field): workflows read it as `payload`.
+	Payload []byte
 }
 
 // Limits on text taken from senders. Inbound rejects longer values; the other

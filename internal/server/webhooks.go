@@ -65,7 +65,11 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 		}
 		var flowed *flowed
 		if tok.orgID != "" {
-			if flowed = s.applyWorkflows(r.Context(), tok.orgID, body, batch); flowed != nil {
+			payload := body
+			if res.Payload != nil {
+				payload = res.Payload
+			}
+			if flowed = s.applyWorkflows(r.Context(), tok.orgID, payload, batch); flowed != nil {
 				batch = flowed.keep
 			}
 		}
