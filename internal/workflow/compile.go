@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/ext"
 
 	"github.com/perch-dev/perch"
@@ -82,7 +83,7 @@ func newEnv() (*cel.Env, error) {
 // Program is a compiled workflow, safe for concurrent use.
 type Program struct {
 	w         *perch.Workflow
-	condition cel.Program // nil: always
+	condition *expr // nil: always
 	steps     []step
 }
 
@@ -91,7 +92,7 @@ type step struct {
 	typ  string
 	src  *perch.Step
 	set  []setExpr     // set: in field order, for runs that read the same way each time
-	key  cel.Program   // throttle and digest; nil: one key for the step
+	key  *expr         // throttle and digest; nil: one key for the step
 	keyP string        // the prefix of hook keys: workflow id and step index
 	per  time.Duration // throttle's window, digest's window
 }
@@ -99,7 +100,7 @@ type step struct {
 // setExpr is one field of a set step.
 type setExpr struct {
 	field string
-	prg   cel.Program
+	prg   *expr
 }
 
 // Workflow returns a copy of the workflow p was compiled from, taken when it
@@ -256,26 +257,37 @@ func settable(field string) bool {
 }
 
 // compileKey compiles a throttle or digest key; "" is one key for the step.
-func compileKey(p perch.Problems, field, expr string) cel.Program {
+func compileKey(p perch.Problems, field, expr string) *expr {
 	if strings.TrimSpace(expr) == "" {
 		return nil
 	}
 	return compileExpr(p, field, expr, cel.StringType)
 }
 
+// expr is a compiled expression. When CEL's static estimate bounds its
+// cost within exprCostLimit (for anything it reads, of any size a delivery
+// can have), max is that bound and the program runs without cost
+// tracking, which costs about as much as the evaluation of a short
+// condition; otherwise max is 0 and the program counts its cost as it runs
+// and stops at the limit.
+type expr struct {
+	cel.Program
+	max uint64
+}
+
 // compileExpr compiles one CEL expression whose result must be of type want
 // (or dyn, checked when it runs), recording a problem under field when it
 // cannot. It returns nil when it records one.
-func compileExpr(p perch.Problems, field, expr string, want *cel.Type) cel.Program {
-	if len(expr) > perch.MaxWorkflowExprLen {
+func compileExpr(p perch.Problems, field, src string, want *cel.Type) *expr {
+	if len(src) > perch.MaxWorkflowExprLen {
 		p.Add(field, fmt.Sprintf("must be at most %d bytes", perch.MaxWorkflowExprLen))
 		return nil
 	}
-	if problem := perch.TextProblem(expr, perch.MultiLine); problem != "" {
+	if problem := perch.TextProblem(src, perch.MultiLine); problem != "" {
 		p.Add(field, problem)
 		return nil
 	}
-	ast, iss := env.Compile(expr)
+	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		p.Add(field, "does not compile: "+iss.Err().Error())
 		return nil
@@ -284,15 +296,53 @@ func compileExpr(p perch.Problems, field, expr string, want *cel.Type) cel.Progr
 		p.Add(field, fmt.Sprintf("must be a %s expression, not %s", want, out))
 		return nil
 	}
-	prg, err := env.Program(ast,
-		cel.CostLimit(exprCostLimit),
-		cel.EvalOptions(cel.OptOptimize),
-	)
+	e := &expr{}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if est, err := env.EstimateCost(ast, deliverySized{}); err == nil && est.Max <= exprCostLimit {
+		e.max = max(est.Max, 1)
+	} else {
+		opts = append(opts, cel.CostLimit(exprCostLimit))
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		p.Add(field, "does not compile: "+err.Error())
 		return nil
 	}
-	return prg
+	e.Program = prg
+	return e
+}
+
+// Size bounds of what an expression reads, for CEL's cost estimate: no
+// field of `event` is longer than maxEventText (the receivers clip or
+// refuse longer text, and set steps clip what they write), and nothing in
+// a payload is larger than the delivery it came in (the receivers take at
+// most 5 MiB).
+const (
+	maxEventText    = 8 << 10
+	maxDeliverySize = 5 << 20
+)
+
+// deliverySized is the cost estimator of compileExpr: it sizes event's
+// fields and the payload's values by the bounds above, and leaves the
+// rest (constants, what is computed from them) and the cost of calls to
+// CEL's standard model.
+type deliverySized struct{}
+
+func (deliverySized) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if n.ComputedSize() != nil {
+		return nil
+	}
+	switch path := n.Path(); {
+	case len(path) > 0 && path[0] == "event":
+		return &cost.SizeEstimate{Min: 0, Max: maxEventText}
+	case len(path) > 0:
+		return &cost.SizeEstimate{Min: 0, Max: maxDeliverySize}
+	}
+	return nil
+}
+
+func (deliverySized) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
 }
 
 // checkText records a problem with a text field: over max characters, or

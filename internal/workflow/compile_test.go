@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"cel.dev/cel-go/cel"
+
 	"github.com/perch-dev/perch"
 )
 
@@ -138,5 +140,31 @@ func TestCompileCopiesTheWorkflow(t *testing.T) {
 func TestCompileNil(t *testing.T) {
 	if _, err := Compile(nil); perch.ErrorCode(err) != perch.EVALIDATION {
 		t.Errorf("Compile(nil): %v", err)
+	}
+}
+
+// Expressions whose cost CEL's estimate bounds within the limit run
+// without counting their cost; the rest count it as they run (and the
+// cost-limit cases of TestRunFailures show them stopped).
+func TestCompileBoundsCostStatically(t *testing.T) {
+	for _, tt := range []struct {
+		expr    string
+		want    *cel.Type
+		bounded bool
+	}{
+		{`event.severity == "error" && has(payload.alert) && payload.alert.priority == "P1"`, cel.BoolType, true},
+		{`event.source == "monitoring" && event.title.contains("svc-1")`, cel.BoolType, true},
+		{`"[P1] " + event.title`, cel.StringType, true},
+		{`payload.items.exists(i, i == 1)`, cel.BoolType, false},          // as long as the payload's list
+		{`string(payload.summary).contains("disk")`, cel.BoolType, false}, // as long as a payload's string
+	} {
+		p := perch.Problems{}
+		e := compileExpr(p, "x", tt.expr, tt.want)
+		if e == nil {
+			t.Fatalf("%s: %v", tt.expr, p)
+		}
+		if got := e.max > 0; got != tt.bounded || e.max > exprCostLimit {
+			t.Errorf("%s: bound %d, want bounded %v", tt.expr, e.max, tt.bounded)
+		}
 	}
 }

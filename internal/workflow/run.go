@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
-	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
@@ -225,20 +225,34 @@ func (r *run) step(s *step, n *perch.Notification, res *Result, h Hooks) (perch.
 	return rs, nil
 }
 
-// setField changes one field of n to v, cleaned as stored text must be.
+// setField changes one field of n to v, cleaned as stored text must be and
+// cut to maxEventText bytes (at a character's boundary), the size that the
+// cost estimates of expressions reading event count on.
 func setField(n *perch.Notification, field, v string) {
 	switch field {
 	case fieldTitle:
-		n.Title = perch.CleanText(v, perch.SingleLine)
+		n.Title = clip(perch.CleanText(v, perch.SingleLine))
 	case fieldMessage:
-		n.Message = perch.CleanText(v, perch.MultiLine)
+		n.Message = clip(perch.CleanText(v, perch.MultiLine))
 	case fieldSeverity:
 		n.Severity = v
 	case fieldTab:
-		n.Tab = perch.CleanText(v, perch.SingleLine)
+		n.Tab = clip(perch.CleanText(v, perch.SingleLine))
 	case fieldURL:
-		n.URL = perch.CleanText(v, perch.SingleLine)
+		n.URL = clip(perch.CleanText(v, perch.SingleLine))
 	}
+}
+
+// clip cuts s to at most maxEventText bytes without splitting a character.
+func clip(s string) string {
+	if len(s) <= maxEventText {
+		return s
+	}
+	cut := maxEventText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // run is the state of one Run: its context, its variables and the CEL cost
@@ -262,9 +276,10 @@ func (r *run) key(s *step) (string, error) {
 	return s.keyP + v, nil
 }
 
-// eval evaluates prg and charges its cost to the run.
-func (r *run) eval(prg cel.Program) (ref.Val, error) {
-	if r.cost >= runCostLimit {
+// eval evaluates prg and charges its cost to the run: its static bound, or
+// what it counted as it ran.
+func (r *run) eval(prg *expr) (ref.Val, error) {
+	if r.cost += prg.max; r.cost > runCostLimit || (prg.max == 0 && r.cost >= runCostLimit) {
 		return nil, errors.New("the workflow's cost limit is exceeded")
 	}
 	// The cost limit bounds one evaluation to well under a millisecond, so
@@ -290,7 +305,7 @@ func (r *run) eval(prg cel.Program) (ref.Val, error) {
 }
 
 // evalBool evaluates a condition, which must give true or false.
-func (r *run) evalBool(prg cel.Program) (bool, error) {
+func (r *run) evalBool(prg *expr) (bool, error) {
 	out, err := r.eval(prg)
 	if err != nil {
 		return false, err
@@ -303,7 +318,7 @@ func (r *run) evalBool(prg cel.Program) (bool, error) {
 }
 
 // evalString evaluates an expression that must give a string.
-func (r *run) evalString(prg cel.Program) (string, error) {
+func (r *run) evalString(prg *expr) (string, error) {
 	out, err := r.eval(prg)
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/perch-dev/perch"
 )
@@ -276,5 +277,16 @@ func TestRunPayloadFromBody(t *testing.T) {
 		if r := p.Run(t.Context(), Input{Notification: alert, Body: NewPayload([]byte(raw))}, Hooks{}); r.Matched || r.Status != "" {
 			t.Errorf("body %q: Matched = %v, Status = %q, want no match", raw, r.Matched, r.Status)
 		}
+	}
+}
+
+// A set step writes at most maxEventText bytes into a field, cut at a
+// character's boundary: the cost bounds of expressions count on it.
+func TestRunSetClipsLongText(t *testing.T) {
+	p := mustCompile(t, "", perch.Step{Set: map[string]string{"message": `string(payload.body)`, "title": `string(payload.title)`}})
+	long := strings.Repeat("é", maxEventText) // two bytes each
+	r := p.Run(t.Context(), Input{Notification: alert, Payload: map[string]any{"body": long, "title": "short"}}, Hooks{})
+	if r.Status != perch.RunDelivered || len(r.Notification.Message) != maxEventText || !utf8.ValidString(r.Notification.Message) || r.Notification.Title != "short" {
+		t.Fatalf("status %q, message of %d bytes (valid %v), title %q", r.Status, len(r.Notification.Message), utf8.ValidString(r.Notification.Message), r.Notification.Title)
 	}
 }
