@@ -46,16 +46,29 @@ func (s *Store) AddWorkflowRuns(ctx context.Context, orgID string, runs []*perch
 			ids = append(ids, r.WorkflowID)
 		}
 	}
+	// Statements are prepared before the transaction (on SQLite it holds
+	// the one writer connection), one per chunk size, and kept: a batch of
+	// runs then costs SQLite no parsing, however many there are.
+	stmts := make(map[int]*sql.Stmt, len(insertChunks))
+	for _, n := range insertChunks {
+		st, err := s.prepared(ctx, s.w, insertRunsSQL(n))
+		if err != nil {
+			return err
+		}
+		stmts[n] = st
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		known, err := s.orgWorkflowIDs(ctx, tx, orgID, ids)
 		if err != nil {
 			return err
 		}
 		keep := slices.DeleteFunc(slices.Clone(runs), func(r *perch.WorkflowRun) bool { return !known[r.WorkflowID] })
-		for chunk := range slices.Chunk(keep, runChunk) {
-			if err := s.insertRuns(ctx, tx, orgID, chunk); err != nil {
+		for len(keep) > 0 {
+			n := chunkSize(len(keep))
+			if err := s.insertRuns(ctx, tx.StmtContext(ctx, stmts[n]), orgID, keep[:n]); err != nil {
 				return err
 			}
+			keep = keep[n:]
 		}
 		return nil
 	})
@@ -90,7 +103,7 @@ func (s *Store) orgWorkflowIDs(ctx context.Context, tx *sql.Tx, orgID string, id
 	return known, nil
 }
 
-func (s *Store) insertRuns(ctx context.Context, tx *sql.Tx, orgID string, runs []*perch.WorkflowRun) error {
+func (s *Store) insertRuns(ctx context.Context, stmt *sql.Stmt, orgID string, runs []*perch.WorkflowRun) error {
 	args := make([]any, 0, 9*len(runs))
 	for _, r := range runs {
 		steps := r.Steps
@@ -103,14 +116,19 @@ func (s *Store) insertRuns(ctx context.Context, tx *sql.Tx, orgID string, runs [
 		}
 		args = append(args, r.ID, orgID, r.WorkflowID, r.WorkflowVersion, r.NotificationID, r.Status, string(b), r.DurationUS, ms(r.CreatedAt))
 	}
-	row := `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workflow_runs
-		(id, org_id, workflow_id, workflow_version, notification_id, status, steps, duration_us, created_at)
-		VALUES `+row+strings.Repeat(`, `+row, len(runs)-1)), args...)
+	_, err := stmt.ExecContext(ctx, args...)
 	if isUniqueViolation(err) {
 		return perch.Errorf(perch.ECONFLICT, "A workflow run with this id is already stored.")
 	}
 	return err
+}
+
+// insertRunsSQL is the statement that inserts rows runs.
+func insertRunsSQL(rows int) string {
+	row := `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	return `INSERT INTO workflow_runs
+		(id, org_id, workflow_id, workflow_version, notification_id, status, steps, duration_us, created_at)
+		VALUES ` + row + strings.Repeat(`, `+row, rows-1)
 }
 
 // WorkflowRuns answers one page of the runs of orgID's workflow workflowID,
