@@ -116,7 +116,7 @@ func TestDashboardWorkflows(t *testing.T) {
 		expect(t, a.call("POST", "/webhooks/inbound?token="+url.QueryEscape(hook["raw_token"].(string)), "",
 			map[string]string{"title": "Deploy failed", "severity": "error"}), 200)
 		waitForRuns(t, a, olive, id, 1)
-		runs := b.get("/org/workflows/" + id + "/runs").expect(t, 200, "")
+		runs := b.get("/org/workflows/"+id+"/runs").expect(t, 200, "")
 		runs.contains(t, "<h1>Runs of Tag errors</h1>", `<span class="badge run-delivered">delivered</span>`, "set: ok")
 		b.get("/org/workflows/"+id+"/runs?status=dropped").expect(t, 200, "").contains(t, "No runs that are dropped.")
 
