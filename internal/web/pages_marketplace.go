@@ -21,7 +21,7 @@ type marketItem struct {
 		OrgName string `json:"org_name"`
 	} `json:"author"`
 	Version     int          `json:"version"`
-	Installs    int64        `json:"installs"`
+	Installs    int          `json:"installs"`
 	PublishedAt time.Time    `json:"published_at"`
 	Condition   string       `json:"condition"`
 	Steps       []perch.Step `json:"steps"`
