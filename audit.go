@@ -104,6 +104,13 @@ const (
 	AuditCheckoutStarted     = "billing.checkout_started"     // an owner or admin went to the provider's checkout
 	AuditSubscriptionChanged = "billing.subscription_changed" // a provider's event changed the subscription
 	AuditTrialExpired        = "billing.trial_expired"        // a trial ended unpaid: solo, status none
+	AuditWorkflowCreated     = "workflow.created"             // target type "workflow", as for every workflow action
+	AuditWorkflowUpdated     = "workflow.updated"             // name, description, enabled, condition or steps changed
+	AuditWorkflowDeleted     = "workflow.deleted"
+	AuditWorkflowInstalled   = "workflow.installed" // installed from the marketplace, or updated to its source's version
+	AuditWorkflowForked      = "workflow.forked"
+	AuditWorkflowPublished   = "workflow.published"
+	AuditWorkflowWithdrawn   = "workflow.withdrawn" // taken out of the marketplace
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

@@ -26,6 +26,10 @@ const (
 	EMETHOD       = "method_not_allowed" // 405
 	EUPGRADE      = "upgrade_required"   // 426: the WebSocket endpoint asked without a WebSocket handshake
 
+	// EFEATUREDISABLED answers a route whose feature flag is off for the
+	// caller (workflows, marketplace): 403, with a message naming the flag.
+	EFEATUREDISABLED = "feature_disabled"
+
 	// Billing's own codes (DESIGN.md §10).
 	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: checkout of the plan the organisation pays for
 	EBILLINGUNAVAILABLE = "billing_unavailable" // 503: billing is off, or the payment provider did not answer
@@ -45,6 +49,8 @@ var statuses = map[string]int{
 	ERATELIMITED:  429,
 	EINTERNAL:     500,
 	EUNAVAILABLE:  503,
+
+	EFEATUREDISABLED: 403,
 
 	EALREADYSUBSCRIBED:  400,
 	EBILLINGUNAVAILABLE: 503,

@@ -15,6 +15,8 @@ const (
 	ViewOrgAudit                    // owners and admins: the organisation's audit log
 	ManageSSO                       // owners: single sign-on (SAML), its domains and the SCIM token
 	ManageBilling                   // owners and admins: checkout and the payment provider's portal
+	ViewWorkflows                   // every member: the organisation's workflows and their runs, and trying them
+	ManageWorkflows                 // owners and admins: create, edit, delete, install, fork and publish workflows
 	PlatformAdmin                   // platform admins: /admin
 )
 
@@ -23,9 +25,9 @@ var errOrgAdminsOnly = Errorf(EFORBIDDEN, "Only owners and admins of the organis
 // Authorize returns nil when u may take action a, or an EFORBIDDEN error.
 func Authorize(u *User, a Action) error {
 	switch a {
-	case ViewOrg:
+	case ViewOrg, ViewWorkflows:
 		return nil
-	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewOrgAudit, ManageBilling:
+	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewOrgAudit, ManageBilling, ManageWorkflows:
 		if u.IsOrgAdmin() {
 			return nil
 		}

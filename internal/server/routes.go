@@ -66,6 +66,24 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
 	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
 
+	// Workflows and the marketplace (api_workflows*.go, api_marketplace.go):
+	// members read, try and see the runs of their organisation's workflows;
+	// owners and admins change, install, fork and publish them. Each route
+	// also needs its feature flags (gated: 403 feature_disabled when off);
+	// forking a marketplace workflow checks `marketplace` inside.
+	wf, mk := featureWorkflows, featureMarketplace
+	m.Handle("GET /api/v1/org/workflows", s.allowed(perch.ViewWorkflows, s.gated(s.listWorkflows, wf)))
+	m.Handle("POST /api/v1/org/workflows", s.allowed(perch.ManageWorkflows, s.gated(s.createWorkflow, wf)))
+	m.Handle("GET /api/v1/org/workflows/{id}", s.allowed(perch.ViewWorkflows, s.gated(s.getWorkflow, wf)))
+	m.Handle("PATCH /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.updateWorkflow, wf)))
+	m.Handle("DELETE /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.deleteWorkflow, wf)))
+	m.Handle("GET /api/v1/org/workflows/{id}/runs", s.allowed(perch.ViewWorkflows, s.gated(s.listWorkflowRuns, wf)))
+	m.Handle("POST /api/v1/org/workflows/{id}/test", s.allowed(perch.ViewWorkflows, s.gated(s.tryWorkflow, wf)))
+	m.Handle("POST /api/v1/org/workflows/{id}/fork", s.allowed(perch.ManageWorkflows, s.gated(s.forkWorkflow, wf)))
+	m.Handle("POST /api/v1/org/workflows/{id}/install", s.allowed(perch.ManageWorkflows, s.gated(s.installWorkflow, wf, mk)))
+	m.Handle("POST /api/v1/org/workflows/{id}/publish", s.allowed(perch.ManageWorkflows, s.gated(s.publishWorkflow, wf, mk)))
+	m.Handle("GET /api/v1/marketplace/workflows", s.allowed(perch.ViewWorkflows, s.gated(s.listMarketplace, mk)))
+
 	// Events: webhook tokens, the receivers (spec path, then the real name),
 	// the history and the live feed.
 	m.Handle("GET /api/v1/webhook-tokens", s.signedIn(s.listWebhookTokens))

@@ -27,6 +27,53 @@ type Listing struct {
 	PublishedAt time.Time
 }
 
+// stripAuthorTargets blanks what belongs to the author's organisation in
+// published steps: a forward step's URL and secret and an e-mail step's
+// target. Every listing is read through it, so neither the marketplace nor
+// an install or fork of a listing ever carries them into another
+// organisation; the installer fills them in before enabling the copy.
+func stripAuthorTargets(steps []perch.Step) {
+	for i := range steps {
+		if steps[i].Forward != nil {
+			steps[i].Forward = &perch.ForwardStep{}
+		}
+		if steps[i].Email != nil {
+			steps[i].Email = &perch.EmailStep{}
+		}
+	}
+}
+
+// keepOwnTargets fills the blanked forward and e-mail steps of a new
+// version (stripAuthorTargets) from the installed copy's own steps, in
+// order: the n-th forward step of next takes the URL and secret of the
+// n-th forward step of mine, and likewise e-mail steps' targets, so that
+// updating an install keeps what its organisation configured.
+func keepOwnTargets(next, mine []perch.Step) []perch.Step {
+	var forwards []*perch.ForwardStep
+	var emails []*perch.EmailStep
+	for _, st := range mine {
+		if st.Forward != nil {
+			forwards = append(forwards, st.Forward)
+		}
+		if st.Email != nil {
+			emails = append(emails, st.Email)
+		}
+	}
+	out := make([]perch.Step, len(next))
+	for i, st := range next {
+		if st.Forward != nil && len(forwards) > 0 {
+			f := *forwards[0]
+			st.Forward, forwards = &f, forwards[1:]
+		}
+		if st.Email != nil && len(emails) > 0 {
+			e := *emails[0]
+			st.Email, emails = &e, emails[1:]
+		}
+		out[i] = st
+	}
+	return out
+}
+
 // Marketplace sorts.
 const (
 	SortPopular = "popular" // most installed first, then most recently published
@@ -51,6 +98,7 @@ func scanListing(row interface{ Scan(...any) error }) (*Listing, error) {
 	if w.Steps, err = decodeSteps(steps); err != nil {
 		return nil, err
 	}
+	stripAuthorTargets(w.Steps)
 	l.PublishedAt = fromMS(published)
 	w.CreatedAt, w.UpdatedAt = fromMS(created), l.PublishedAt
 	l.Workflow = w
@@ -182,8 +230,9 @@ func (s *Store) listing(ctx context.Context, db querier, id string) (*Listing, e
 // sourceID, that copy is brought to the source's published version instead
 // (condition and steps replaced, version bumped when they change; name,
 // description and enabled kept), updated is true and no install is
-// counted. Steps are copied as published: hiding secrets from other
-// organisations is the server's job. ENOTFOUND when sourceID is not
+// counted. Steps are copied as published without the author's forward
+// URLs and secrets and e-mail targets (stripAuthorTargets); an update keeps
+// the copy's own (keepOwnTargets). ENOTFOUND when sourceID is not
 // published.
 func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy string) (w *perch.Workflow, updated bool, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
@@ -223,25 +272,27 @@ func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy 
 
 // updateInstalled brings the installed copy w to src's published version.
 func (s *Store) updateInstalled(ctx context.Context, tx *sql.Tx, w *perch.Workflow, src *Listing) error {
-	if w.Condition != src.Workflow.Condition || !sameSteps(w.Steps, src.Workflow.Steps) {
-		w.Condition, w.Steps = src.Workflow.Condition, src.Workflow.Steps
+	steps := keepOwnTargets(src.Workflow.Steps, w.Steps)
+	if w.Condition != src.Workflow.Condition || !sameSteps(w.Steps, steps) {
+		w.Condition, w.Steps = src.Workflow.Condition, steps
 		w.Version++
 	}
 	w.Source = &perch.WorkflowSource{WorkflowID: src.Workflow.ID, Version: src.Workflow.Version}
 	w.UpdatedAt = s.now()
-	steps, err := encodeSteps(w.Steps)
+	encoded, err := encodeSteps(w.Steps)
 	if err != nil {
 		return err
 	}
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE workflows SET condition = ?, steps = ?, version = ?, source_version = ?, updated_at = ?
-		WHERE id = ? AND org_id = ?`), w.Condition, steps, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
+		WHERE id = ? AND org_id = ?`), w.Condition, encoded, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
 	return expectOne(res, err, "Workflow")
 }
 
 // ForkWorkflow copies a workflow into orgID, made by createdBy, as an
 // independent, disabled one that remembers only what it was forked from:
 // one of orgID's own workflows as it is now, or else any organisation's
-// published workflow as published. ENOTFOUND when id is neither.
+// published workflow as published, without the author's forward URLs and
+// secrets and e-mail targets. ENOTFOUND when id is neither.
 func (s *Store) ForkWorkflow(ctx context.Context, orgID, id, createdBy string) (*perch.Workflow, error) {
 	var w *perch.Workflow
 	err := s.tx(ctx, func(tx *sql.Tx) error {

@@ -138,7 +138,7 @@ func TestEditsAfterPublishingStayOutOfTheListingUntilRepublished(t *testing.T) {
 		}
 		again := mustPublish(t, s, ada.OrgID, w.ID)
 		l, _ = s.Listing(ctx, w.ID)
-		if again.Version != 2 || l.Workflow.Version != 2 || l.Workflow.Name != name || !reflect.DeepEqual(l.Workflow.Steps, everyStep) {
+		if again.Version != 2 || l.Workflow.Version != 2 || l.Workflow.Name != name || !reflect.DeepEqual(l.Workflow.Steps, withoutTargets(everyStep)) {
 			t.Fatalf("republished %+v; listing %+v", again, l.Workflow)
 		}
 
@@ -217,7 +217,7 @@ func TestInstallLinksCountsAndUpdates(t *testing.T) {
 
 		again, updated := mustInstall(t, s, bob, src.ID)
 		if !updated || again.ID != copied.ID || !again.Enabled || again.Version != 2 || again.Condition != cond ||
-			!reflect.DeepEqual(again.Steps, everyStep) || again.Source.Version != 2 {
+			!reflect.DeepEqual(again.Steps, withoutTargets(everyStep)) || again.Source.Version != 2 {
 			t.Fatalf("installing again = %+v (updated %v)", again, updated)
 		}
 		if l, _ := s.Listing(ctx, src.ID); l.Installs != 1 {
@@ -275,6 +275,83 @@ func TestForkOfOwnAndOfPublishedWorkflows(t *testing.T) {
 		}
 		if l, _ := s.Listing(ctx, pub.ID); l.Installs != 0 {
 			t.Fatalf("a fork counted as an install: %d", l.Installs)
+		}
+	})
+}
+
+// withoutTargets is steps as the marketplace shows them: forward steps
+// without URL or secret, e-mail steps without a target.
+func withoutTargets(steps []perch.Step) []perch.Step {
+	out := make([]perch.Step, len(steps))
+	for i, st := range steps {
+		if st.Forward != nil {
+			st.Forward = &perch.ForwardStep{}
+		}
+		if st.Email != nil {
+			st.Email = &perch.EmailStep{}
+		}
+		out[i] = st
+	}
+	return out
+}
+
+// TestTheAuthorsTargetsStayInTheAuthorsOrganisation: a forward step's URL
+// and secret and an e-mail step's target are the author's; the listing, an
+// install and a fork of a listing leave them blank, a fork of one's own
+// keeps them, and updating an install keeps what the installer filled in.
+func TestTheAuthorsTargetsStayInTheAuthorsOrganisation(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		bob := mustCreateUser(t, s, "Bob", "bob@example.com")
+		src, err := s.CreateWorkflow(ctx, &perch.Workflow{OrgID: ada.OrgID, Name: "Out", Steps: everyStep, CreatedBy: ada.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustPublish(t, s, ada.OrgID, src.ID)
+		blank := withoutTargets(everyStep)
+
+		l, err := s.Listing(ctx, src.ID)
+		if err != nil || !reflect.DeepEqual(l.Workflow.Steps, blank) {
+			t.Fatalf("listing steps = %+v, %v; want %+v", l.Workflow.Steps, err, blank)
+		}
+		page, _, err := s.Marketplace(ctx, "", store.SortRecent, perch.Page{})
+		if err != nil || len(page) != 1 || !reflect.DeepEqual(page[0].Workflow.Steps, blank) {
+			t.Fatalf("marketplace = %+v, %v", page, err)
+		}
+		copied, _ := mustInstall(t, s, bob, src.ID)
+		if !reflect.DeepEqual(copied.Steps, blank) {
+			t.Fatalf("installed steps = %+v, want %+v", copied.Steps, blank)
+		}
+		if stored, _ := s.Workflow(ctx, bob.OrgID, copied.ID); !reflect.DeepEqual(stored.Steps, blank) {
+			t.Fatalf("stored installed steps = %+v", stored.Steps)
+		}
+		fork, err := s.ForkWorkflow(ctx, bob.OrgID, src.ID, bob.ID)
+		if err != nil || !reflect.DeepEqual(fork.Steps, blank) {
+			t.Fatalf("fork of the listing = %+v, %v", fork, err)
+		}
+		own, err := s.ForkWorkflow(ctx, ada.OrgID, src.ID, ada.ID)
+		if err != nil || !reflect.DeepEqual(own.Steps, everyStep) {
+			t.Fatalf("fork of one's own = %+v, %v; want the targets kept", own, err)
+		}
+
+		// Bob fills in his own targets; Ada republishes with one step more;
+		// the update keeps Bob's.
+		mine := slices.Clone(blank)
+		mine[4] = perch.Step{Forward: &perch.ForwardStep{URL: "https://bob.example.com/in", Secret: "bobs"}}
+		mine[5] = perch.Step{Email: &perch.EmailStep{To: "owners"}}
+		if _, _, err := s.UpdateWorkflow(ctx, bob.OrgID, copied.ID, store.WorkflowUpdate{Steps: &mine}); err != nil {
+			t.Fatal(err)
+		}
+		next := append([]perch.Step{{Drop: &perch.DropStep{}}}, everyStep...)
+		if _, _, err := s.UpdateWorkflow(ctx, ada.OrgID, src.ID, store.WorkflowUpdate{Steps: &next}); err != nil {
+			t.Fatal(err)
+		}
+		mustPublish(t, s, ada.OrgID, src.ID)
+		updated, ok := mustInstall(t, s, bob, src.ID)
+		want := append([]perch.Step{{Drop: &perch.DropStep{}}}, mine...)
+		if !ok || !reflect.DeepEqual(updated.Steps, want) {
+			t.Fatalf("updated install = %+v (updated %v); want %+v", updated.Steps, ok, want)
 		}
 	})
 }

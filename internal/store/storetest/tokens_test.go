@@ -125,7 +125,7 @@ func TestPlansAndFeaturesAreSeeded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(flags) != 3 || flags["workflows"] || flags["marketplace"] || flags["digest_email"] {
+		if len(flags) != 3 || !flags["workflows"] || !flags["marketplace"] || flags["digest_email"] {
 			t.Fatalf("Features = %v", flags)
 		}
 	})
