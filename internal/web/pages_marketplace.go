@@ -69,7 +69,7 @@ func (c *call) marketplacePage(status int, v view) error {
 	q.Set("sort", data.Sort)
 	next, err := c.api.CallPage(c.r.Context(), withQuery("/api/v1/marketplace/workflows", q), &data.Items)
 	switch {
-	case perch.ErrorCode(err) == featureDisabled:
+	case perch.ErrorCode(err) == perch.EFEATUREDISABLED:
 		data.Off = true
 		c.render(http.StatusOK, "marketplace", v)
 		return nil
@@ -111,7 +111,7 @@ func (c *call) marketAction(id, action, done string) error {
 		if f := fieldsText(err); f != "" {
 			msg += " " + f
 		}
-		return c.marketplacePage(refusedStatus(err), view{Error: msg})
+		return c.marketplacePage(perch.HTTPStatus(perch.ErrorCode(err)), view{Error: msg})
 	}
 	return c.redirect("/org/workflows/"+url.PathEscape(wf.ID), done)
 }

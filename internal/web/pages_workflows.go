@@ -21,9 +21,6 @@ import (
 const (
 	featureWorkflows   = "workflows"
 	featureMarketplace = "marketplace"
-	// featureDisabled is the API's error code for a route whose feature is
-	// off for the caller.
-	featureDisabled = "feature_disabled"
 )
 
 // featureFlags are the signed-in user's feature flags, read once per page
@@ -87,7 +84,7 @@ func (c *call) workflowsPage(status int, v view) error {
 		return nil
 	}
 	if err := c.do(http.MethodGet, workflowsPath(""), nil, &data.Workflows); err != nil {
-		if perch.ErrorCode(err) == featureDisabled {
+		if perch.ErrorCode(err) == perch.EFEATUREDISABLED {
 			data.Off = true
 			c.render(http.StatusOK, "workflows", v)
 			return nil
@@ -109,18 +106,9 @@ func (c *call) workflowsAction(method, path string, in any, done string) error {
 		if f := fieldsText(err); f != "" {
 			msg += " " + f
 		}
-		return c.workflowsPage(refusedStatus(err), view{Error: msg})
+		return c.workflowsPage(perch.HTTPStatus(perch.ErrorCode(err)), view{Error: msg})
 	}
 	return c.redirect("/org/workflows", done)
-}
-
-// refusedStatus is the status of a page that shows the API's refusal: the
-// API's own, but 403 for a feature that is off (a code perch does not map).
-func refusedStatus(err error) int {
-	if perch.ErrorCode(err) == featureDisabled {
-		return http.StatusForbidden
-	}
-	return perch.HTTPStatus(perch.ErrorCode(err))
 }
 
 // SetWorkflowEnabled switches a workflow on or off.
@@ -400,7 +388,7 @@ func (c *call) editorRefused(data *workflowData, err error, trying bool) error {
 		}
 		data.TryProblems = nil
 	}
-	return c.editorPage(refusedStatus(err), v, data)
+	return c.editorPage(perch.HTTPStatus(perch.ErrorCode(err)), v, data)
 }
 
 // stepTemplate is one choice of "add a step": the step app.js appends to
