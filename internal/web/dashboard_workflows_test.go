@@ -73,12 +73,12 @@ func TestDashboardWorkflows(t *testing.T) {
 		// the condition, and everything typed kept.
 		p := b.post("/org/workflows", url.Values{"name": {"Quiet nights"}, "description": {"Fewer pages at night"},
 			"condition": {"event.severity =="}, "steps": {`[{"drop": {}}]`}, "enabled": {"on"}}).expect(t, 422, "")
-		p.contains(t, `event.severity ==</textarea>`+"\n    "+`<div class="problem" id="condition-problem">`,
+		p.contains(t, `event.severity ==</textarea>`+"\n    "+`<div class="problem compiler" id="condition-problem">`,
 			`value="Quiet nights"`, `value="Fewer pages at night"`, `[{&#34;drop&#34;: {}}]</textarea>`)
 		// A step's problem by the steps box, with its path; a list that is
 		// not JSON is caught before the API is asked.
 		b.post("/org/workflows", url.Values{"name": {"Quiet nights"}, "steps": {`[{"set": {"title": "event.nope"}}]`}}).expect(t, 422, "").
-			contains(t, `<ul class="problem plain" id="steps-problems"><li><code>steps[0].set.title</code>`)
+			contains(t, `<ul class="problem plain compiler" id="steps-problems"><li><code>steps[0].set.title</code>`)
 		b.post("/org/workflows", url.Values{"name": {"Quiet nights"}, "steps": {`[{"drop": {}}`}}).expect(t, 422, "").
 			contains(t, `<li><code>steps</code> is not JSON`, `[{&#34;drop&#34;: {}}</textarea>`)
 		if list := expect(t, a.call("GET", "/api/v1/org/workflows", olive.Access, nil), 200).List(); len(list) != 0 {

@@ -29,6 +29,7 @@ func TestWorkflowEditorInTheBrowser(t *testing.T) {
 
 	// A broken condition: its problem under it, the input kept.
 	b.fill("#wf-name", "Quiet nights", "#wf-condition", "event.severity ==")
+	b.paste("#wf-steps", `[{"set": {"title": "'[night] ' + event.title"}}]`)
 	b.click("#save")
 	b.do("wait for the condition's problem", waitVisible("#condition-problem"))
 	if got := b.value("#wf-condition"); got != "event.severity ==" {
@@ -58,7 +59,7 @@ func TestWorkflowEditorInTheBrowser(t *testing.T) {
 	b.choose("#add-step", "Drop")
 	b.click("#add-step-button")
 	var steps []map[string]any
-	if err := json.Unmarshal([]byte(b.value("#wf-steps")), &steps); err != nil || len(steps) != 1 || steps[0]["drop"] == nil {
+	if err := json.Unmarshal([]byte(b.value("#wf-steps")), &steps); err != nil || len(steps) != 2 || steps[0]["set"] == nil || steps[1]["drop"] == nil {
 		t.Fatalf("after adding a drop step the steps read %q (%v)", b.value("#wf-steps"), err)
 	}
 	if got := b.text("#add-step-status"); !strings.Contains(got, "Drop") {
@@ -72,7 +73,7 @@ func TestWorkflowEditorInTheBrowser(t *testing.T) {
 	if got := b.text("#try-status"); got != "dropped" {
 		t.Errorf("trying the draft says %q, want dropped", got)
 	}
-	if got := b.text("#try-steps tbody"); !strings.Contains(got, "drop") {
+	if got := b.text("#try-steps tbody"); !strings.Contains(got, "1. set") || !strings.Contains(got, "2. drop") {
 		t.Errorf("the result's steps read %q", got)
 	}
 	if !strings.Contains(b.value("#wf-steps"), "drop") {
@@ -83,6 +84,17 @@ func TestWorkflowEditorInTheBrowser(t *testing.T) {
 	}
 	b.checkPage("workflow-try")
 	b.screenshot("workflow-try")
+
+	// The list: its switch turns the workflow off.
+	b.click(`a[href="/org/workflows"][aria-current="page"]`)
+	b.do("wait for the list", waitVisible(`button.switch[aria-checked="true"]`))
+	b.checkPage("workflows")
+	b.screenshot("workflows")
+	b.click(`button.switch`)
+	b.do("wait for the switch to be off", waitVisible(`button.switch[aria-checked="false"]`))
+	b.open("/marketplace", "#market-q")
+	b.checkPage("marketplace")
+	b.screenshot("marketplace")
 	checkConsole(t, b, base+"/org/workflows: error: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)")
 }
 
