@@ -114,12 +114,21 @@ func (s *Server) requireFeatures(r *http.Request, flags ...string) error {
 // v, refusing fields v does not have (400, naming the field) and anything
 // decode refuses, with decode's messages.
 func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeStrictBody(w, r, v, false)
+}
+
+// decodeStrictBody is decodeStrict; when optional, no body at all leaves v
+// as it is.
+func decodeStrictBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, workflowBodyLimit))
 	if err != nil {
 		if berr := bodyError(err); berr != nil {
 			return berr
 		}
 		return err
+	}
+	if optional && len(bytes.TrimSpace(body)) == 0 {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

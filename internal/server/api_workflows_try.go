@@ -69,7 +69,7 @@ var tryHooks = workflow.Hooks{
 
 func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	var in tryInput
-	if err := decodeStrict(w, r, &in); err != nil {
+	if err := decodeStrictBody(w, r, &in, true); err != nil {
 		return err
 	}
 	u := principal(r).User

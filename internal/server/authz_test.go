@@ -19,6 +19,7 @@ type world struct {
 	owner, admin, member, target, outsider, root *account
 	team, invitation, invitationToken            string
 	ownerToken, announcement                     string
+	workflow                                     string // the owner's organisation's, published
 	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
 	smtpPort                                     int    // the test SMTP server's, for e-mail settings that keep mail flowing
 }
@@ -43,6 +44,8 @@ func newWorld(a *api, n int) *world {
 	w.invitation = inv["id"].(string)
 	w.invitationToken = a.mailedToken(frank, "/invitations/accept")
 	w.ownerToken = a.apiToken(w.owner, "laptop")
+	w.workflow = a.mustCreateWorkflow(w.owner, dropErrors("Quiet"))["id"].(string)
+	expect(a.t, a.call("POST", "/api/v1/org/workflows/"+w.workflow+"/publish", w.owner.Access, nil), 200)
 	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).Data()["id"].(string)
 	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).Data()["session_id"].(string)
 	return w
@@ -177,6 +180,20 @@ var authzCases = []authzCase{
 	{"PUT", "/scim/v2/Users/{member}", map[string]string{"userName": "x@example.com"}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"PATCH", "/scim/v2/Users/{member}", map[string]any{"Operations": []any{map[string]any{"op": "replace", "path": "active", "value": false}}}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"DELETE", "/scim/v2/Users/{member}", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	// Workflows: members read and try, owners and admins write. The
+	// owner's workflow is published, so others may install and fork it;
+	// its own organisation forks it but cannot install it.
+	{"GET", "/api/v1/org/workflows", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/org/workflows", dropErrors("New"), [6]int{401, 201, 403, 201, 201, 201}},
+	{"GET", "/api/v1/org/workflows/{workflow}", nil, [6]int{401, 404, 200, 200, 200, 404}},
+	{"PATCH", "/api/v1/org/workflows/{workflow}", map[string]string{"name": "Renamed"}, [6]int{401, 404, 403, 200, 200, 404}},
+	{"DELETE", "/api/v1/org/workflows/{workflow}", nil, [6]int{401, 404, 403, 204, 204, 404}},
+	{"GET", "/api/v1/org/workflows/{workflow}/runs", nil, [6]int{401, 404, 200, 200, 200, 404}},
+	{"POST", "/api/v1/org/workflows/{workflow}/test", nil, [6]int{401, 404, 200, 200, 200, 404}},
+	{"POST", "/api/v1/org/workflows/{workflow}/publish", nil, [6]int{401, 404, 403, 200, 200, 404}},
+	{"POST", "/api/v1/org/workflows/{workflow}/install", nil, [6]int{401, 201, 403, 409, 409, 201}},
+	{"POST", "/api/v1/org/workflows/{workflow}/fork", nil, [6]int{401, 201, 403, 201, 201, 201}},
+	{"GET", "/api/v1/marketplace/workflows", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/scim/v2/ServiceProviderConfig", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/ResourceTypes", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/ResourceTypes/User", nil, [6]int{401, 401, 401, 401, 401, 401}},
@@ -193,7 +210,7 @@ func samlSettingsBody(*world) any {
 
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
-		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation,
+		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 
