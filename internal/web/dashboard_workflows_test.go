@@ -113,6 +113,16 @@ func TestDashboardWorkflows(t *testing.T) {
 			t.Fatalf("trying changed the saved steps: %v", steps)
 		}
 
+		// Or on one of the last notifications, chosen from the list.
+		hook := expect(t, a.call("POST", "/api/v1/webhook-tokens", olive.Access, map[string]string{"label": "CI", "sender": "inbound", "scope": "org"}), 201).Data()
+		expect(t, a.call("POST", "/webhooks/inbound?token="+url.QueryEscape(hook["raw_token"].(string)), "",
+			map[string]string{"title": "Deploy failed", "severity": "error", "tab": "Deploys"}), 200)
+		stored := waitForNotification(t, a, olive)
+		b.get("/org/workflows/"+id).expect(t, 200, "").contains(t, `<option value="`+stored+`">Deploy failed (error, Deploys)</option>`)
+		b.post("/org/workflows/"+id+"/test", url.Values{"condition": {`event.severity == "error"`}, "steps": {`[{"set": {"title": "'[prod] ' + event.title"}}]`},
+			"try_notification": {stored}}).expect(t, 200, "").
+			contains(t, `id="try-status">delivered</span>`, "<strong>[prod] Deploy failed</strong>", `<option value="`+stored+`" selected>`)
+
 		// Its runs, as the engine records them: newest first, filtered by
 		// status, and older ones a page further.
 		for i, status := range []string{perch.RunDelivered, perch.RunDropped, perch.RunDelivered} {
@@ -200,4 +210,20 @@ func TestDashboardWorkflowsOff(t *testing.T) {
 	b.get("/org/workflows/new").expect(t, 200, "").contains(t, `id="feature-off"`).lacks(t, `id="editor"`)
 	b.get("/marketplace").expect(t, 200, "").contains(t, `id="feature-off"`, "The marketplace is not on")
 	b.get("/notifications").expect(t, 200, "").lacks(t, `href="/org/workflows"`, `href="/marketplace"`)
+}
+
+// waitForNotification waits for by's first notification, which the ingest
+// writer stores after the receiver has answered, and returns its id.
+func waitForNotification(t *testing.T, a *site, by *account) string {
+	t.Helper()
+	deadline := time.Now().Add(browserStepTimeout)
+	for {
+		if list := expect(t, a.call("GET", "/api/v1/notifications", by.Access, nil), 200).List(); len(list) > 0 {
+			return list[0]["id"].(string)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the notification was never stored")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
