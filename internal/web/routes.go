@@ -65,6 +65,23 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /org/billing/checkout", d.Private(d.Checkout))
 	m.Handle("POST /org/billing/portal", d.Private(d.Portal))
 
+	// Workflows and the marketplace (pages_workflows.go, pages_marketplace.go).
+	m.Handle("GET /org/workflows", d.Private(d.Workflows))
+	m.Handle("POST /org/workflows", d.Private(d.CreateWorkflow))
+	m.Handle("GET /org/workflows/new", d.Private(d.NewWorkflowPage))
+	m.Handle("GET /org/workflows/{id}", d.Private(d.WorkflowPage))
+	m.Handle("POST /org/workflows/{id}", d.Private(d.SaveWorkflow))
+	m.Handle("POST /org/workflows/{id}/test", d.Private(d.TryWorkflow))
+	m.Handle("POST /org/workflows/{id}/enabled", d.Private(d.SetWorkflowEnabled))
+	m.Handle("POST /org/workflows/{id}/publish", d.Private(d.PublishWorkflow))
+	m.Handle("POST /org/workflows/{id}/withdraw", d.Private(d.WithdrawWorkflow))
+	m.Handle("POST /org/workflows/{id}/update", d.Private(d.UpdateWorkflow))
+	m.Handle("POST /org/workflows/{id}/delete", d.Private(d.DeleteWorkflow))
+	m.Handle("GET /org/workflows/{id}/runs", d.Private(d.WorkflowRuns))
+	m.Handle("GET /marketplace", d.Private(d.Marketplace))
+	m.Handle("POST /marketplace/{id}/install", d.Private(d.InstallWorkflow))
+	m.Handle("POST /marketplace/{id}/fork", d.Private(d.ForkWorkflow))
+
 	// The Admin section, for platform admins (pages_admin*.go).
 	m.Handle("GET /admin", d.Private(d.AdminOverview))
 	m.Handle("GET /admin/users", d.Private(d.AdminUsers))

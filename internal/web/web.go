@@ -212,6 +212,10 @@ type view struct {
 	// Banner warns the signed-in user's organisation of its billing: a
 	// trial about to end, a failed payment (billing on only).
 	Banner *banner
+	// Features are the feature flags as they apply to the signed-in user
+	// (GET /api/v1/users/me/features): the navigation offers Workflows and
+	// the Marketplace only when they are on. Read once per page.
+	Features map[string]bool
 	// org is the organisation when the page's handler read it already,
 	// so that the banner does not read it again.
 	org *perch.Org
@@ -228,6 +232,8 @@ type call struct {
 	api    *client.Client
 	user   *perch.User
 	signed bool
+	// flags are the user's feature flags once read (featureFlags).
+	flags map[string]bool
 }
 
 // Public serves a page that needs no session (sign-in, sign-up, …). State-
@@ -372,6 +378,9 @@ func (c *call) render(status int, page string, v view) {
 	v.Outbox = c.outboxed()
 	if v.User != nil && v.Banner == nil {
 		v.Banner = c.billingBanner(v.org)
+	}
+	if v.User != nil && v.Features == nil {
+		v.Features = c.featureFlags()
 	}
 	if f, err := c.r.Cookie(flashCookie); err == nil && v.Flash == "" {
 		v.Flash, _ = url.QueryUnescape(f.Value)

@@ -272,3 +272,30 @@ if (root) feed(root);
 // form is sent at once, before the page has finished loading, so that the
 // renewal takes the page's place in the history.
 for (const f of document.querySelectorAll("form[data-submit-at-once]")) f.submit();
+
+// The workflow editor's "add a step": it appends the chosen step's example
+// to the steps box's JSON list. It is hidden until this script runs; without
+// it the JSON box alone is the editor.
+for (const row of document.querySelectorAll("[data-add-step]")) {
+  const choice = row.querySelector("select");
+  const button = row.querySelector("[data-add-step-to]");
+  const box = document.getElementById(button.dataset.addStepTo);
+  const status = row.querySelector("[role=status]");
+  row.hidden = false;
+  button.addEventListener("click", () => {
+    let steps;
+    try {
+      steps = box.value.trim() === "" ? [] : JSON.parse(box.value);
+    } catch (e) {
+      status.textContent = "The steps are not valid JSON yet: fix them first.";
+      return;
+    }
+    if (!Array.isArray(steps)) {
+      status.textContent = "The steps must be a JSON list: fix them first.";
+      return;
+    }
+    steps.push(JSON.parse(choice.value));
+    box.value = JSON.stringify(steps, null, 2);
+    status.textContent = "Added: " + choice.selectedOptions[0].textContent + ".";
+  });
+}
