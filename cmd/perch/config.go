@@ -34,6 +34,7 @@ type config struct {
 	UserLimit          perch.Limit
 	AuthLimit          perch.Limit
 	AnonymousBroadcast bool
+	WorkflowPrivate    bool           // workflow forwards may reach loopback, private and metadata addresses
 	Region             string         // this deployment's region, "" when none is named
 	Regions            []perch.Region // every region, this one marked current; empty when none are listed
 	MaxPerDelivery     int
@@ -195,6 +196,13 @@ var settings = []setting{
 	}},
 	{"anonymous-broadcast", "true", "whether token-less receiver calls broadcast (false: 401)", func(c *config, v string) (err error) {
 		c.AnonymousBroadcast, err = strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
+	{"workflow-allow-private", "false", "whether workflow forwards may reach loopback, private, link-local and cloud metadata addresses (true only when the receivers are on Perch's own network)", func(c *config, v string) (err error) {
+		c.WorkflowPrivate, err = strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("want true or false")
 		}

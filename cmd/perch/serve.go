@@ -126,6 +126,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		StripeWebhookSecret:      c.Stripe.WebhookSecret,
 		PaddleWebhookSecret:      c.Paddle.WebhookSecret,
 		PricePlans:               pricePlans(c.Stripe.Prices, c.Paddle.Prices),
+		WorkflowAllowPrivate:     c.WorkflowPrivate,
 		GitHub:                   c.GitHub,
 		Google:                   c.Google,
 		MetricsToken:             c.MetricsToken,
@@ -176,9 +177,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"set PERCH_ANONYMOUS_BROADCAST=false to require a token")
 	}
 
+	if c.WorkflowPrivate {
+		logger.Warn("workflow forwards may reach loopback, private, link-local and cloud metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE=true); " +
+			"any organisation's workflow can then call services on Perch's own network")
+	}
+
 	go prune(ctx, st, c.Retention, c.AuditRetention, logger)
 	go billingJobs(ctx, st, srv, logger)
 	go heartbeat(ctx, srv, logger)
+	// The workflow worker stops before the writer and the store it uses,
+	// so that a digest it is delivering is either written or held again.
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan struct{})
+	go func() { srv.RunWorkflowWorker(workerCtx); close(workerDone) }()
+	defer func() { stopWorker(); <-workerDone }()
 
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -271,8 +283,9 @@ func openSecrets(c *config, st *store.Store, logger *slog.Logger) (*secrets.Box,
 }
 
 // prune deletes expired sign-in tokens, SAML sign-ins never answered and
-// used assertions past their validity, and notifications and audit entries
-// past their retention, every ten minutes until ctx ends.
+// used assertions past their validity, notifications, workflow runs, given-up
+// workflow jobs and audit entries past their retention, and ended workflow
+// throttle windows, every ten minutes until ctx ends.
 func prune(ctx context.Context, st *store.Store, retention, auditRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(pruneEvery / 10) // a job runs once per pruneEvery across all instances
 	defer t.Stop()
@@ -288,10 +301,28 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 			} else if n > 0 {
 				logger.Info("pruned expired sign-in tokens", "count", n)
 			}
-			if n, err := st.PruneNotifications(ctx, time.Now().Add(-retention).UnixMilli()); err != nil {
+			cutoff := time.Now().Add(-retention)
+			if n, err := st.PruneNotifications(ctx, cutoff.UnixMilli()); err != nil {
 				logger.Warn("pruning notifications failed", "err", err)
 			} else if n > 0 {
 				logger.Info("pruned notifications past retention", "count", n, "retention", retention)
+			}
+			// Workflow runs, and jobs given up (shown beside them), are
+			// kept as long as notifications.
+			if n, err := st.PruneWorkflowRuns(ctx, cutoff); err != nil {
+				logger.Warn("pruning workflow runs failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned workflow runs past retention", "count", n, "retention", retention)
+			}
+			if n, err := st.PruneJobs(ctx, cutoff); err != nil {
+				logger.Warn("pruning given-up workflow jobs failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned given-up workflow jobs past retention", "count", n)
+			}
+			if n, err := st.PruneWorkflowState(ctx, time.Now()); err != nil {
+				logger.Warn("pruning workflow throttle windows failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned ended workflow throttle windows", "count", n)
 			}
 			if n, err := st.PruneAudit(ctx, time.Now().Add(-auditRetention)); err != nil {
 				logger.Warn("pruning the audit log failed", "err", err)

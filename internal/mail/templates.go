@@ -35,7 +35,7 @@ type kindTemplates struct {
 // templates are parsed once at start-up: a broken template is a bug, and the
 // tests render every kind.
 var templates = parseTemplates(perch.EmailVerify, perch.EmailChange, perch.EmailPasswordReset, perch.EmailInvitation,
-	perch.EmailTest, perch.EmailNewsletter)
+	perch.EmailTest, perch.EmailNewsletter, WorkflowKind)
 
 func parseTemplates(kinds ...string) map[string]kindTemplates {
 	m := make(map[string]kindTemplates, len(kinds))
@@ -61,6 +61,9 @@ type data struct {
 	Subject  string // the newsletter's, as its admin wrote them
 	Body     string
 	Lines    []string // Body, line by line, for the HTML part
+	Severity string   // a workflow's notification: its severity, source and workflow
+	Source   string
+	Workflow string
 }
 
 // VerifyEmail is sent after registration: link confirms the address to.

@@ -26,6 +26,8 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 		{perch.EmailTest, TestMessage("ada@example.org", evil, link), []string{"test message"}},
 		{perch.EmailNewsletter, Newsletter("ada@example.org", "News & more", evil+"\r\nSecond line", link, "https://perch.example.com/u"),
 			[]string{"Second line", "subscribed"}},
+		{WorkflowKind, WorkflowNotification("ada@example.org", evil, "Disk full\r\non db-1", "error", "monitoring", link, "Deploys & alerts"),
+			[]string{"on db-1", "error", "monitoring", "Sent by the workflow", "Deploys & alerts"}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ import (
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/netguard"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 )
@@ -97,6 +98,9 @@ type Options struct {
 	// link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE);
 	// tests set it to reach their loopback listeners.
 	WorkflowAllowPrivate bool
+	// WorkflowPoll is how often RunWorkflowWorker looks for due digests
+	// and jobs when nothing wakes it; 0 means the default, 1 s.
+	WorkflowPoll time.Duration
 	// PricePlans maps both providers' price ids to plan slugs.
 	PricePlans map[string]string
 
@@ -142,12 +146,17 @@ type Server struct {
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
 	runs    *runRecorder                // workflow runs and stats, written in batches
+	wake    chan struct{}               // wakes the workflow worker (wakeWorker)
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
 
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
+
+	// forwardResolver resolves the hosts of workflow forwards; nil: the
+	// system's. Tests stub it.
+	forwardResolver netguard.Resolver
 
 	instance string     // this instance's id in the heartbeats (random)
 	beat     sync.Mutex // orders Heartbeat and Close
@@ -164,6 +173,7 @@ func New(o Options) *Server {
 	}
 	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
+	o.WorkflowPoll = cmp.Or(o.WorkflowPoll, defaultWorkflowPoll)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -187,6 +197,7 @@ func New(o Options) *Server {
 		tokens:  newTokenCache(),
 		flows:   newFlows(),
 		runs:    newRunRecorder(o.Store, o.Logger),
+		wake:    make(chan struct{}, 1),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 

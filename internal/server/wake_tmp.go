@@ -1,4 +1,0 @@
-package server
-
-// wakeWorker is replaced by the worker's (workflow_jobs.go) at merge.
-func (s *Server) wakeWorker() {}
