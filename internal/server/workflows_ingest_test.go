@@ -1,26 +1,24 @@
 package server
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/netguard"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// addWorkflow gives acc's organisation an enabled workflow and answers its
-// id.
+// addWorkflow gives acc's organisation an enabled workflow through the API
+// and answers its id.
 func (a *api) addWorkflow(acc *account, name, condition string, steps ...perch.Step) string {
 	a.t.Helper()
-	w, err := a.store.CreateWorkflow(a.t.Context(), &perch.Workflow{OrgID: acc.OrgID, Name: name, Enabled: true,
-		Condition: condition, Steps: steps, CreatedBy: acc.ID})
-	if err != nil {
-		a.t.Fatalf("CreateWorkflow: %v", err)
-	}
-	a.srv.workflowsChanged(a.t.Context(), acc.OrgID)
-	return w.ID
+	w := a.mustCreateWorkflow(acc, map[string]any{"name": name, "enabled": true, "condition": condition, "steps": steps})
+	return w["id"].(string)
 }
 
 // deliver posts an inbound event with the webhook token and answers the
@@ -153,28 +151,28 @@ func TestWorkflowRouteMovesItToATeam(t *testing.T) {
 
 // A route to a member who has left the organisation since the workflow was
 // saved fails the run, and the notification goes to its own audience.
-func TestWorkflowRouteOutsideTheOrganisationFails(t *testing.T) {
+func TestWorkflowRouteToAMemberWhoLeftFails(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
 		ada := a.register("Ada")
-		eve := a.register("Eve") // another organisation's owner
+		bob := a.invite(ada, "Bob", "member")
 		tok := a.webhookToken(ada, "org", "")
-		id := a.addWorkflow(ada, "Leak", "", perch.Step{Route: &perch.RouteStep{Scope: perch.ScopeUser, ID: eve.ID}})
-		adaWS, eveWS := dial(t, ts, ada.Access, ""), dial(t, ts, eve.Access, "")
-		adaWS.ready()
-		eveWS.ready()
+		id := a.addWorkflow(ada, "To Bob", "", perch.Step{Route: &perch.RouteStep{Scope: perch.ScopeUser, ID: bob.ID}})
+		expect(t, a.call("DELETE", "/api/v1/org/members/"+bob.ID, ada.Access, nil), 204)
+		ws := dial(t, ts, ada.Access, "")
+		ws.ready()
 
 		a.post(tok, "secret deploy")
-		if n := adaWS.next().notification(t); n.Title != "secret deploy" || n.Scope.Type != perch.ScopeOrg {
+		if n := ws.next().notification(t); n.Title != "secret deploy" || n.Scope.Type != perch.ScopeOrg || n.Scope.ID != ada.OrgID {
 			t.Fatalf("the organisation saw %+v", n)
 		}
-		a.post("", "sentinel") // a broadcast: everyone sees it
-		if got := eveWS.until("sentinel"); len(got) != 0 {
-			t.Fatalf("another organisation's user saw %q", got)
+		if got, err := s.Notifications(t.Context(), &perch.Audience{UserID: bob.ID}, "", 10); err == nil && len(got) != 0 {
+			t.Fatalf("the member who left has %d notifications", len(got))
 		}
 		runs := a.runsOf(ada.OrgID, id)
-		if len(runs) != 1 || runs[0].Status != perch.RunFailed || runs[0].Steps[0].Status != "failed" {
+		if len(runs) != 1 || runs[0].Status != perch.RunFailed || runs[0].Steps[0].Status != "failed" ||
+			!strings.Contains(runs[0].Steps[0].Detail, "not in the organisation") {
 			t.Fatalf("runs = %+v, want one failed run", runs)
 		}
 	})
@@ -271,5 +269,118 @@ func TestWorkflowChangesReachEveryInstance(t *testing.T) {
 			}
 		}
 		t.Fatalf("instance two still delivers after the change: %v", receipt)
+	})
+}
+
+// A digest holds what it matches, and when the window closes delivers one
+// summary to the client, with the right count and the highest severity.
+func TestWorkflowDigestDeliversOneSummaryToTheClient(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ts := a.live()
+		ada := a.register("Ada")
+		tok := a.webhookToken(ada, "org", "")
+		id := a.addWorkflow(ada, "Digest deploys", `event.tab == "Deploys"`,
+			perch.Step{Digest: &perch.DigestStep{Key: `event.tab`, Window: perch.Duration(15 * time.Minute)}})
+		ws := dial(t, ts, ada.Access, "")
+		ws.ready()
+
+		for i, sev := range []string{"info", "warning", "info"} {
+			r := a.deliver(tok, map[string]any{"title": "deploy " + string(rune('1'+i)), "severity": sev, "tab": "Deploys"})
+			if r["withheld"] != 1.0 {
+				t.Fatalf("receipt %v, want the notification withheld", r)
+			}
+		}
+		tick(t, a) // the window is open: nothing is due
+		a.clock.Advance(15 * time.Minute)
+		tick(t, a)
+		tick(t, a) // once only
+		a.post(tok, "sentinel")
+		var summaries []perch.Notification
+		for f := ws.next(); ; f = ws.next() {
+			if f.Type != "notification" {
+				continue
+			}
+			n := f.notification(t)
+			if n.Title == "sentinel" {
+				break
+			}
+			summaries = append(summaries, n)
+		}
+		if len(summaries) != 1 {
+			t.Fatalf("the client saw %d notifications, want one summary: %+v", len(summaries), summaries)
+		}
+		sum := summaries[0]
+		if !strings.HasPrefix(sum.Title, "3 notifications: deploy 1") || sum.Severity != perch.SeverityWarning || sum.Tab != "Deploys" ||
+			!strings.Contains(sum.Message, "deploy 2") || !strings.Contains(sum.Message, "deploy 3") {
+			t.Fatalf("the summary is %+v", sum)
+		}
+		if runs := a.runsOf(ada.OrgID, id); len(runs) != 3 || runs[0].Status != perch.RunDigested {
+			t.Fatalf("runs = %+v, want 3 digested", runs)
+		}
+	})
+}
+
+// A forward reaches a local HTTP server after the notification is stored,
+// signed, with the stored notification as its body; when that server fails
+// twice, the worker tries again after each backoff.
+func TestWorkflowForwardFromAReceiverIsSignedAndRetried(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
+		ada := a.register("Ada")
+		tok := a.webhookToken(ada, "org", "")
+		rc := startReceiver(t, 502, 503)
+		a.addWorkflow(ada, "Errors to chat", `event.severity == "error"`,
+			perch.Step{Forward: &perch.ForwardStep{URL: rc.url, Secret: "chat-secret"}})
+
+		a.deliver(tok, map[string]any{"title": "fine", "severity": "info"})
+		id := a.deliver(tok, map[string]any{"title": "payments are failing", "severity": "error"})["ids"].([]any)[0].(string)
+		for range 3 {
+			tick(t, a)
+			a.clock.Advance(2 * time.Hour) // past any backoff
+		}
+		got := rc.requests()
+		if len(got) != 3 {
+			t.Fatalf("the receiver got %d requests, want 3 (two failures, then success)", len(got))
+		}
+		for _, r := range got {
+			if err := netguard.Verify("chat-secret", r.header.Get("X-Perch-Signature"), r.body, a.clock.Now(), 1000*time.Hour); err != nil {
+				t.Fatalf("signature %q: %v", r.header.Get("X-Perch-Signature"), err)
+			}
+			var n perch.Notification
+			if err := json.Unmarshal(r.body, &n); err != nil || n.ID != id || n.Title != "payments are failing" {
+				t.Fatalf("body %s, want the stored notification %s", r.body, id)
+			}
+		}
+		if len(pendingJobs(t, a)) != 0 {
+			t.Fatal("the forward is still queued after it succeeded")
+		}
+	})
+}
+
+// An e-mail step mails the organisation's owners through the SMTP server,
+// after the notification is stored.
+func TestWorkflowEmailFromAReceiverReachesTheOwners(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		bob := a.invite(ada, "Bob", "member")
+		tok := a.webhookToken(ada, "org", "")
+		a.addWorkflow(ada, "Mail the owners", `event.severity == "error"`, perch.Step{Email: &perch.EmailStep{To: "owners"}})
+		a.srv.mailing.Wait()
+		before := a.mail.Count(bob.Email)
+
+		a.deliver(tok, map[string]any{"title": "the database is gone", "severity": "error", "message": "db-1 stopped answering"})
+		tick(t, a)
+		m := a.mail.WaitFor(t, ada.Email)
+		for m.Subject != "[Perch] the database is gone" {
+			m = a.mail.WaitFor(t, ada.Email)
+		}
+		if !strings.Contains(m.Text, "db-1 stopped answering") {
+			t.Fatalf("the message lacks the notification's text:\n%s", m.Text)
+		}
+		if a.mail.Count(bob.Email) != before {
+			t.Fatal("a member who is not an owner was mailed")
+		}
 	})
 }
