@@ -257,8 +257,9 @@ func (rr *runRecorder) add(orgID string, runs []*perch.WorkflowRun, stats map[st
 	}
 }
 
-// runLinger is how long a batch of runs gathers before it is written.
-const runLinger = 250 * time.Millisecond
+// runLinger is how long a batch of runs gathers before it is written: a
+// second's runs cost one transaction.
+const runLinger = time.Second
 
 // flush writes batches until nothing is waiting.
 func (rr *runRecorder) flush() {

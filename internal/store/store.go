@@ -126,7 +126,8 @@ const (
 
 // sqliteDSN names the pragmas every connection gets: WAL so readers never
 // wait for the writer, a busy timeout instead of immediate SQLITE_BUSY, and
-// immediate transactions so a writer takes its lock up front. The writer
+// immediate transactions so a writer takes its lock up front, with its
+// temporary files in memory. The writer
 // leaves checkpoints to the checkpointer (see checkpoint.go) unless the WAL
 // grows past walBackstop pages.
 func sqliteDSN(path string, role sqliteRole) string {
@@ -138,6 +139,10 @@ func sqliteDSN(path string, role sqliteRole) string {
 	switch role {
 	case sqliteWriter:
 		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
+		// Statement journals (which SQLite keeps for every multi-row
+		// INSERT inside a transaction) in memory, not in a temporary file
+		// written page by page.
+		q.Add("_pragma", "temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 	case sqliteReader:
 		q.Add("_pragma", "query_only(1)")

@@ -35,11 +35,11 @@ func (s *Store) AddWorkflowRuns(ctx context.Context, orgID string, runs []*perch
 		if r == nil || !slices.Contains(runStatuses, r.Status) {
 			return perch.Errorf(perch.EBADREQUEST, "A workflow run needs a status of %s.", strings.Join(runStatuses, ", "))
 		}
-		if r.ID == "" {
-			r.ID = newID()
-		}
 		if r.CreatedAt.IsZero() {
 			r.CreatedAt = now
+		}
+		if r.ID == "" {
+			r.ID = newTimedID(r.CreatedAt)
 		}
 		r.CreatedAt = perch.Timestamp(r.CreatedAt)
 		if !slices.Contains(ids, r.WorkflowID) {
@@ -216,20 +216,38 @@ func (s *Store) AddWorkflowStats(ctx context.Context, deltas map[string]perch.Wo
 	})
 }
 
-// PruneWorkflowRuns deletes the runs created before before, a chunk per
-// statement, and says how many went.
+// PruneWorkflowRuns deletes the runs created before before, one statement
+// per workflow (each through the index that lists its runs), and says how
+// many went. Runs of deleted workflows went with them.
 func (s *Store) PruneWorkflowRuns(ctx context.Context, before time.Time) (int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM workflows`)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
 	var total int64
-	for {
-		res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM workflow_runs WHERE id IN
-			(SELECT id FROM workflow_runs WHERE created_at < ? ORDER BY created_at LIMIT ?)`), ms(before), pruneChunk)
+	for _, id := range ids {
+		res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM workflow_runs WHERE workflow_id = ? AND created_at < ?`), id, ms(before))
 		if err != nil {
 			return total, err
 		}
 		n, err := res.RowsAffected()
-		total += n
-		if err != nil || n < pruneChunk {
+		if err != nil {
 			return total, err
 		}
+		total += n
 	}
+	return total, nil
 }

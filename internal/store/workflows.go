@@ -245,6 +245,10 @@ func (s *Store) DeleteWorkflow(ctx context.Context, orgID, id string) (*perch.Wo
 		if w, err = s.workflow(ctx, tx, orgID, id, true); err != nil {
 			return err
 		}
+		// On SQLite runs have no foreign key to cascade (migration 00020).
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM workflow_runs WHERE workflow_id = ?`), id); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM workflows WHERE id = ? AND org_id = ?`), id, orgID)
 		return expectOne(res, err, "Workflow")
 	})
