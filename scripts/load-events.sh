@@ -6,7 +6,10 @@
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
 #  3. time for one org-scoped event to reach every one of many clients, and
 #     the floor: plain TCP from a server that does nothing else;
-#  4. server memory per idle WebSocket connection.
+#  4. server memory per idle WebSocket connection;
+#  5. ingest of an organisation with ten enabled workflows (one matching
+#     each event) as a ratio to one with none, same load (the in-process
+#     figure: go test ./internal/server -run XXX -bench BenchmarkIngestWorkflows).
 # Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +70,27 @@ echo "accepted by the receiver: $accepted; group commit: $(awk "BEGIN {printf \"
 for c in "${conns[@]}"; do
   echo "-c$c: trivial handler ${trivial[$c]} req/s; perch ingest ${perch[$c]} req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*${perch[$c]}/${trivial[$c]}}")"
 done
+
+echo "== 5. workflows: ingest with ten enabled workflows on the organisation against none; wrk -t2 -c32 -d${secs}s each"
+flows=$(curl -s -X POST "$base/api/v1/auth/register" \
+  -d '{"name":"Flows","email":"flows@example.com","password":"correct horse battery"}' | json access_token)
+for i in $(seq 0 9); do # CEL takes 'single-quoted' strings, which keeps the JSON plain
+  cond="event.source == 'monitoring' && event.title.contains('svc-$i')"
+  [ $((i % 3)) = 1 ] && cond="has(payload.alert) && payload.alert.service == 'svc-$i'"
+  [ "$i" = 9 ] && cond="event.severity == 'error' && has(payload.alert) && payload.alert.priority == 'P1'"
+  curl -sf -o /dev/null -X POST "$base/api/v1/org/workflows" -H "Authorization: Bearer $flows" \
+    -d "{\"name\":\"rule $i\",\"enabled\":true,\"condition\":\"$cond\",\"steps\":[{\"set\":{\"title\":\"'[P1] ' + event.title\"}}]}"
+done
+flowhook=$(curl -s -X POST "$base/api/v1/webhook-tokens" -H "Authorization: Bearer $flows" \
+  -d '{"label":"load","sender":"inbound","scope":"org"}' | json raw_token)
+cat >"$dir/alert.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"title":"Deploy failed","message":"api v1.2.3 rolled back","severity":"error","tab":"Deploys","alert":{"priority":"P1","service":"api"}}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+none=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/alert.lua" "$base/webhooks/inbound?token=$webhook" | awk '/Requests\/sec/ {print $2}')
+ten=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/alert.lua" "$base/webhooks/inbound?token=$flowhook" | awk '/Requests\/sec/ {print $2}')
+echo "no workflows $none req/s; ten workflows $ten req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*$ten/$none}")"
 
 echo "== 2. latency: 1,000 users with a client each, 1,000 events/s for 10 s, each event to one user"
 "$dir/loadgen" latency -base "$base" -clients 1000 -rate 1000 -seconds 10
