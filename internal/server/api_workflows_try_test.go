@@ -16,6 +16,10 @@ func TestTryingAWorkflowChangesNothing(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		bob := a.invite(ada, "Bob", "member")
+		// A notification stored before the workflow existed, which ingest
+		// would otherwise have run it on.
+		_, raw := a.whToken(ada, perch.SenderInbound, perch.ScopeOrg, "")
+		seen := a.whOK("/webhooks/inbound", raw, `{"title":"CPU hot","severity":"error"}`).IDs[0]
 		id := a.mustCreateWorkflow(ada, map[string]any{"name": "Prod", "enabled": true, "condition": `event.severity == "error"`,
 			"steps": []any{
 				map[string]any{"set": map[string]any{"title": `"[prod] " + event.title`, "severity": `"warning"`}},
@@ -60,8 +64,6 @@ func TestTryingAWorkflowChangesNothing(t *testing.T) {
 		expect(t, a.call("POST", path, bob.Access, map[string]any{"events": map[string]any{}}), 400)
 
 		// A stored notification the caller can see; another's is 404.
-		_, raw := a.whToken(ada, perch.SenderInbound, perch.ScopeOrg, "")
-		seen := a.whOK("/webhooks/inbound", raw, `{"title":"CPU hot","severity":"error"}`).IDs[0]
 		got = try(bob, map[string]any{"notification_id": seen})
 		if got["notification"].(map[string]any)["title"] != "[prod] CPU hot" || got["status"] != perch.RunDelivered {
 			t.Fatalf("a try on a stored notification = %v", got)

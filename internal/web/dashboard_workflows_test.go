@@ -113,7 +113,9 @@ func TestDashboardWorkflows(t *testing.T) {
 			t.Fatalf("trying changed the saved steps: %v", steps)
 		}
 
-		// Or on one of the last notifications, chosen from the list.
+		// Or on one of the last notifications, chosen from the list (one
+		// that came while the workflow was off, so ingest left it as sent).
+		b.post("/org/workflows/"+id+"/enabled", url.Values{"enabled": {"false"}}).expect(t, 303, "/org/workflows")
 		hook := expect(t, a.call("POST", "/api/v1/webhook-tokens", olive.Access, map[string]string{"label": "CI", "sender": "inbound", "scope": "org"}), 201).Data()
 		expect(t, a.call("POST", "/webhooks/inbound?token="+url.QueryEscape(hook["raw_token"].(string)), "",
 			map[string]string{"title": "Deploy failed", "severity": "error", "tab": "Deploys"}), 200)
@@ -122,6 +124,7 @@ func TestDashboardWorkflows(t *testing.T) {
 		b.post("/org/workflows/"+id+"/test", url.Values{"condition": {`event.severity == "error"`}, "steps": {`[{"set": {"title": "'[prod] ' + event.title"}}]`},
 			"try_notification": {stored}}).expect(t, 200, "").
 			contains(t, `id="try-status">delivered</span>`, "<strong>[prod] Deploy failed</strong>", `<option value="`+stored+`" selected>`)
+		b.post("/org/workflows/"+id+"/enabled", url.Values{"enabled": {"true"}}).expect(t, 303, "/org/workflows")
 
 		// Its runs, as the engine records them: newest first, filtered by
 		// status, and older ones a page further.
