@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -106,8 +107,10 @@ const stepCondition = "condition"
 // why: a failing workflow never loses or delays the notification. Run
 // itself never fails.
 func (p *Program) Run(ctx context.Context, in Input, h Hooks) Result {
-	r := &run{ctx: ctx}
-	r.vars.init(&in)
+	r := runPool.Get().(*run)
+	*r = run{ctx: ctx, in: in}
+	defer func() { *r = run{}; runPool.Put(r) }()
+	r.vars.init(&r.in)
 	if p.condition != nil {
 		ok, err := r.evalBool(p.condition)
 		if err != nil {
@@ -259,9 +262,15 @@ func clip(s string) string {
 // spent so far.
 type run struct {
 	ctx  context.Context
+	in   Input
 	vars vars
 	cost uint64
 }
+
+// runPool keeps runs for reuse: ingest runs every enabled workflow of an
+// organisation on every notification, and a run (its input, its variables)
+// is a few hundred bytes that nothing keeps once Run returns.
+var runPool = sync.Pool{New: func() any { return new(run) }}
 
 // key evaluates a throttle or digest step's key, prefixed by the step's
 // own.
