@@ -16,8 +16,9 @@ import (
 // runStatuses are the statuses a run may have (the table checks them too).
 var runStatuses = []string{perch.RunDelivered, perch.RunDropped, perch.RunThrottled, perch.RunDigested, perch.RunFailed}
 
-// runChunk is how many runs one INSERT stores at most: 9 parameters a run
-// stays far below both databases' limits on parameters per statement.
+// runChunk is how many workflow ids one lookup of orgWorkflowIDs names at
+// most, far below both databases' limits on parameters per statement.
+// (Runs themselves are inserted in the chunk sizes of insertChunks.)
 const runChunk = 500
 
 // AddWorkflowRuns stores runs of orgID's workflows, a few statements per
