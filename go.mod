@@ -19,6 +19,7 @@ require (
 	fyne.io/systray v1.12.2
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/godbus/dbus/v5 v5.2.4
+	github.com/lesismal/nbio v1.6.8
 	github.com/oauth2-proxy/mockoidc v0.0.0-20240214162133-caebfff84d25
 	golang.org/x/oauth2 v0.37.0
 )
@@ -27,6 +28,7 @@ require (
 	github.com/go-jose/go-jose/v3 v3.0.5 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.4 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/lesismal/llib v1.2.2 // indirect
 )
 
 // Billing (DESIGN.md §10): Stripe's client, tested against stripe-mock

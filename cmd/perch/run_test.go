@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	// Goroutines running before any test are the packages' own from their
+	// initialisation (the WebSocket library's default engine), not leaks.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
 // lineWriter collects output and tells when a line matching re appears.

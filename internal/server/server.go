@@ -142,6 +142,8 @@ type Server struct {
 	hub     *hub.Hub
 	ingest  *ingest.Writer
 	sockets sync.WaitGroup              // WebSocket connections being served
+	wsMu    sync.Mutex                  // guards ws
+	ws      *wsPoller                   // the WebSockets' event loop, from the first one on
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
@@ -271,6 +273,8 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); close(done) }()
+	// The event loop ends last, closing what connections are left.
+	defer s.stopWSPoller()
 	select {
 	case <-done:
 		return nil

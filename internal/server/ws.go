@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +16,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/lesismal/nbio/nbhttp/websocket"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/hub"
@@ -25,12 +28,13 @@ import (
 
 // WebSocket settings of DESIGN.md §7.
 const (
-	wsQueue        = 4096 // frames a client may fall behind before it is cut off
-	wsPingEvery    = 30 * time.Second
-	wsPongWait     = 60 * time.Second
-	wsWriteTimeout = 10 * time.Second
-	wsReadLimit    = 64 << 10
-	replayPage     = 500
+	wsQueue          = 4096 // frames a client may fall behind before it is cut off
+	wsPingEvery      = 30 * time.Second
+	wsPongWait       = 60 * time.Second
+	wsWriteTimeout   = 10 * time.Second // of a read receipt's database work
+	wsReceiptsQueued = 16
+	wsReadLimit      = 64 << 10
+	replayPage       = 500
 	// Replays (?since=) one user may have under way at once on an
 	// instance, and how long a further one waits for its turn before it is
 	// refused. A client replays once per connection, so two keep up with a
@@ -103,19 +107,30 @@ func (rs *replaySlots) underWay() int {
 	return len(rs.users)
 }
 
-// statusTokenExpired closes a socket whose access token expired: renew the
-// token and reconnect. A private code (RFC 6455 §7.4.2), since 1008 means
-// the credential is gone for good (revoked) and reconnecting cannot help.
-const statusTokenExpired websocket.StatusCode = 4401
+// Close codes (RFC 6455 §7.4). statusTokenExpired closes a socket whose
+// access token expired: renew the token and reconnect. It is a private code
+// (§7.4.2), since 1008 means the credential is gone for good (revoked) and
+// reconnecting cannot help.
+const (
+	statusGoingAway      = 1001
+	statusPolicy         = 1008
+	statusInternalError  = 1011
+	statusServiceRestart = 1012
+	statusTryAgainLater  = 1013
+	statusTokenExpired   = 4401
+	// How long a closing socket waits for the client's close frame
+	// before it drops the connection.
+	wsCloseWait = 5 * time.Second
+)
 
 // closeStatus is how a connection is closed for each reason the hub drops a
 // client; all of them invite the client to reconnect.
-var closeStatus = map[string]websocket.StatusCode{
-	hub.ReasonSlow:     websocket.StatusTryAgainLater,
-	hub.ReasonGrants:   websocket.StatusServiceRestart,
-	hub.ReasonShutdown: websocket.StatusGoingAway,
-	hub.ReasonLost:     websocket.StatusServiceRestart,
-	hub.ReasonRevoked:  websocket.StatusPolicyViolation,
+var closeStatus = map[string]int{
+	hub.ReasonSlow:     statusTryAgainLater,
+	hub.ReasonGrants:   statusServiceRestart,
+	hub.ReasonShutdown: statusGoingAway,
+	hub.ReasonLost:     statusServiceRestart,
+	hub.ReasonRevoked:  statusPolicy,
 	hub.ReasonExpired:  statusTokenExpired,
 }
 
@@ -140,8 +155,8 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
 		return err
 	}
-	// Checked here, as coder/websocket's Accept would, so that a refusal is
-	// in the error shape rather than the library's plain text.
+	// Checked here, before the library sees the request, so that a
+	// refusal is in the error shape rather than its plain text.
 	if err := s.checkWebSocketOrigin(r); err != nil {
 		return err
 	}
@@ -149,6 +164,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Upgrade", "websocket")
 		w.Header().Set("Sec-WebSocket-Version", "13")
 		return perch.Errorf(perch.EUPGRADE, "This is Perch's WebSocket: connect with a WebSocket client (version 13), e.g. perch listen.")
+	}
+	if key, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key")); err != nil || len(key) != 16 {
+		return perch.Errorf(perch.EBADREQUEST, "/ws takes a WebSocket handshake (RFC 6455): Sec-WebSocket-Key must be 16 bytes in base64.")
 	}
 	if since != "" {
 		if err := s.replays.acquire(r.Context(), u.ID); err != nil {
@@ -161,27 +179,38 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	up := &leanUpgrade{ResponseWriter: w, out: &batchWriter{timeout: wsWriteTimeout}}
-	conn, err := websocket.Accept(up, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
+	poller, err := s.wsPoller()
 	if err != nil {
-		if up.refused != 0 {
-			return handshakeRefusal(w, up.refused, up.reason.String())
-		}
-		return nil // Accept has answered the request
+		return err
 	}
-	conn.SetReadLimit(wsReadLimit)
-	// Nothing of the request is kept: an idle connection would hold its
-	// contexts for hours. The replay stops at its next write when the
-	// connection ends, and its queries are bounded by the page size.
-	ctx := context.Background()
-	so := &socket{s: s, conn: conn, out: up.out, expires: p.ExpiresAt}
+
+	so := &socket{s: s, poller: poller, expires: p.ExpiresAt}
 	so.writing.Store(true) // the replay writes first; live frames wait
 	so.client = hub.NewClient(*audience, wsQueue, so.wake)
 	so.client.SessionID, so.client.APITokenID = p.SessionID, p.APITokenID
-	so.ping = time.AfterFunc(so.untilTick(), so.tick)
+	up := poller.upgrader // this connection's handlers
+	up.OnMessage(func(_ *websocket.Conn, _ websocket.MessageType, data []byte) { so.received(data) })
+	up.SetCloseHandler(so.peerClosed)
+	up.OnClose(func(*websocket.Conn, error) { so.ended() })
 	s.sockets.Add(1)
-	s.hub.Add(so.client)
-	go so.read()
+	h := &wsHijacker{ResponseWriter: w}
+	conn, err := up.UpgradeAndTransferConnToPoller(h, r, nil)
+	if err != nil {
+		so.ended()
+		switch {
+		case h.refused != 0:
+			return handshakeRefusal(w, h.refused, h.reason.String())
+		case h.hijacked:
+			s.log.Warn("websocket upgrade failed", "user", u.ID, "err", err)
+			return nil // the connection is gone
+		}
+		return err
+	}
+	conn.SetReadDeadline(time.Now().Add(wsPongWait)) // until the first pong
+	so.conn = conn
+	if !so.start() {
+		return nil // the connection ended already
+	}
 
 	// A revocation published between authenticating and joining the hub
 	// found no client to end; looking again now that it is in the hub
@@ -192,30 +221,54 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
-	if err := so.replay(ctx, audience, since); err != nil {
-		if !errors.Is(err, net.ErrClosed) {
+	// Nothing of the request is kept: an idle connection would hold its
+	// contexts for hours. The replay stops at its next write when the
+	// connection ends, and its queries are bounded by the page size.
+	if err := so.replay(context.Background(), audience, since); err != nil {
+		if !clientGone(err) {
 			s.log.Error("websocket replay failed", "user", u.ID, "err", err)
 		}
-		conn.Close(websocket.StatusInternalError, "replay failed")
+		so.closeWith(statusInternalError, "replay failed")
 		return nil
 	}
-	// Live frames are written by a goroutine of their own, started now for
-	// what arrived during the replay and again whenever more arrive: an idle
-	// connection keeps only its reader.
-	go so.drain()
+	// What arrived during the replay is written now; after that, the
+	// writers write whatever arrives.
+	so.drain()
 	return nil
 }
 
-// handshakeRefusal is the error for a request websocket.Accept refused
-// with status and reason: not a handshake, another version of the protocol
-// (400), or a page of another site (403).
+// wsPoller is this instance's event loop for WebSockets, started with the
+// first connection.
+func (s *Server) wsPoller() (*wsPoller, error) {
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	if s.ws == nil {
+		p, err := newWSPoller()
+		if err != nil {
+			return nil, fmt.Errorf("websocket event loop: %w", err)
+		}
+		s.ws = p
+	}
+	return s.ws, nil
+}
+
+// stopWSPoller ends the event loop, if it was started.
+func (s *Server) stopWSPoller() {
+	s.wsMu.Lock()
+	p := s.ws
+	s.ws = nil
+	s.wsMu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+}
+
+// handshakeRefusal is the error for a request the library refused with
+// status and reason, in case one passes the checks made before it.
 func handshakeRefusal(w http.ResponseWriter, status int, reason string) error {
-	w.Header().Del("Connection") // Accept's, for a 426
+	w.Header().Del("Connection")
 	reason = strings.TrimSpace(reason)
 	switch status {
-	case http.StatusUpgradeRequired:
-		w.Header().Set("Upgrade", "websocket")
-		return perch.Errorf(perch.EUPGRADE, "/ws takes a WebSocket handshake (RFC 6455): %s.", reason)
 	case http.StatusBadRequest:
 		return perch.Errorf(perch.EBADREQUEST, "/ws takes a WebSocket handshake (RFC 6455): %s.", reason)
 	case http.StatusForbidden:
@@ -227,13 +280,14 @@ func handshakeRefusal(w http.ResponseWriter, status int, reason string) error {
 	return fmt.Errorf("websocket handshake refused: %d %s", status, reason)
 }
 
-// socket is one connected client. While idle it costs one goroutine, the
-// reader, and a few hundred bytes of buffers: the writer runs only while
-// frames are waiting, and pings are timers.
+// socket is one connected client. While idle it is a file descriptor in
+// the event loop, the library's connection, its hub entry and a ping timer:
+// no goroutine. Frames are written by the poller's writers when the hub
+// says they are waiting.
 type socket struct {
 	s      *Server
+	poller *wsPoller
 	conn   *websocket.Conn
-	out    *batchWriter
 	client *hub.Client
 	ping   *time.Timer
 	// When the access token the connection was opened with ends (zero for
@@ -241,10 +295,73 @@ type socket struct {
 	// the token and reconnects.
 	expires time.Time
 
-	writing atomic.Bool // the replay or a drain goroutine is writing
+	mu      sync.Mutex
+	joined  bool        // in the hub, with its ping timer
+	gone    bool        // the connection has ended
+	closing atomic.Bool // this side sent a close frame
+
+	receipts [][]byte // what the client sent, for its receipt goroutine
+
+	writing atomic.Bool // the replay or a writer is writing
 	// Owned by whoever is writing.
 	last   int64 // id of the newest notification the client has
 	frames []hub.Frame
+}
+
+// start puts the socket in the hub and starts its timer, unless the
+// connection has ended already.
+func (so *socket) start() bool {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	if so.gone {
+		return false
+	}
+	so.joined = true
+	so.s.hub.Add(so.client)
+	so.ping = time.AfterFunc(so.untilTick(), so.tick)
+	return true
+}
+
+// ended is called once the connection has ended, for whatever reason: it
+// takes the client out of the hub.
+func (so *socket) ended() {
+	so.mu.Lock()
+	gone, joined := so.gone, so.joined
+	so.gone = true
+	so.mu.Unlock()
+	if gone {
+		return
+	}
+	if joined {
+		so.ping.Stop()
+		so.s.hub.Remove(so.client)
+	}
+	so.s.sockets.Done()
+}
+
+// closeWith starts the closing handshake: the client answers with its own
+// close frame, upon which the library drops the connection; one that does
+// not answer in time is dropped anyway.
+func (so *socket) closeWith(code int, reason string) {
+	so.closing.Store(true)
+	if so.conn.WriteClose(code, reason) != nil {
+		so.conn.Close()
+		return
+	}
+	so.conn.SetReadDeadline(time.Now().Add(wsCloseWait))
+}
+
+// peerClosed answers a close frame from the client with one of the same
+// code, unless it is the answer to this side's.
+func (so *socket) peerClosed(c *websocket.Conn, code int, reason string) {
+	if so.closing.Swap(true) {
+		return
+	}
+	if code == 1005 { // the client gave no code (RFC 6455 §7.1.5)
+		c.WriteMessage(websocket.CloseMessage, nil)
+		return
+	}
+	c.WriteClose(code, reason)
 }
 
 // replay sends what the user missed after since and the ready frame. Without
@@ -290,24 +407,25 @@ func (so *socket) replay(ctx context.Context, a *perch.Audience, since string) e
 }
 
 // wake is the hub's notify: frames are waiting, or the client was dropped.
+// Unless the socket is being written already, it goes to the writers.
 func (so *socket) wake() {
 	if so.writing.CompareAndSwap(false, true) {
-		go so.drain()
+		so.poller.submit(so)
 	}
 }
 
-// drain writes what is waiting, then ends; or closes the connection when the
-// hub dropped the client.
+// drain writes what is waiting, or closes the connection when the hub
+// dropped the client.
 func (so *socket) drain() {
 	for {
 		if reason := so.client.Dropped(); reason != "" {
-			so.conn.Close(closeStatus[reason], reason)
+			so.closeWith(closeStatus[reason], reason)
 			return // and stays the writer: nothing more is written
 		}
 		so.frames = so.client.Take(so.frames[:0])
 		if len(so.frames) > 0 {
 			if err := so.write(so.frames); err != nil {
-				so.conn.CloseNow()
+				so.conn.Close()
 				return
 			}
 			continue
@@ -323,10 +441,10 @@ func (so *socket) drain() {
 	}
 }
 
-// write sends frames in as few socket writes as it can, skipping
-// notifications the client has already.
+// write sends frames, skipping notifications the client has already. A
+// write never waits for the client: what its socket cannot take now is
+// kept by the library, up to wsMaxUnsent, and sent as the client reads.
 func (so *socket) write(frames []hub.Frame) error {
-	so.out.begin()
 	for _, f := range frames {
 		if f.ID != 0 {
 			if f.ID <= so.last {
@@ -334,20 +452,11 @@ func (so *socket) write(frames []hub.Frame) error {
 			}
 			so.last = f.ID
 		}
-		// The context has no deadline: this only fills the batch, and
-		// the batch's write to the socket has one.
-		if err := so.conn.Write(context.Background(), websocket.MessageText, f.Data); err != nil {
-			so.out.end()
+		if err := so.conn.WriteMessage(websocket.TextMessage, f.Data); err != nil {
 			return err
 		}
-		if so.out.full() {
-			if err := so.out.end(); err != nil {
-				return err
-			}
-			so.out.begin()
-		}
 	}
-	return so.out.end()
+	return nil
 }
 
 // untilTick is how long the timer waits: a ping period, or less when the
@@ -361,39 +470,57 @@ func (so *socket) untilTick() time.Duration {
 }
 
 // tick runs on the connection's one timer: it ends the connection when its
-// access token has expired, and otherwise pings; a peer that does not answer
-// a ping in time is gone, and its connection is closed.
+// access token has expired, and otherwise pings. The client's pong, like
+// anything it sends, moves the read deadline on (wsPongWait); a client that
+// sends nothing for that long is dropped by the event loop.
 func (so *socket) tick() {
 	if !so.expires.IsZero() && !so.s.now().Before(so.expires) {
 		so.client.Expire()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wsPongWait)
-	err := so.conn.Ping(ctx)
-	cancel()
-	if err != nil {
-		so.conn.CloseNow()
+	if so.conn.WriteMessage(websocket.PingMessage, nil) != nil {
+		so.conn.Close()
 		return
 	}
 	so.ping.Reset(so.untilTick())
 }
 
-// read reads what the client sends (read receipts) and, by reading, lets
-// pings, pongs and close frames through. When the connection ends, for whatever
-// reason, it takes the client out of the hub.
-func (so *socket) read() {
-	defer func() {
-		so.ping.Stop()
-		so.s.hub.Remove(so.client)
-		so.conn.CloseNow()
-		so.s.sockets.Done()
-	}()
+// received queues what the client sent for a goroutine of the socket's
+// own, which carries out read receipts one after another: it writes to the
+// database, which the event loop, where this runs, must not wait for.
+// A client of ours sends a receipt at a time; one that sends more than
+// wsReceiptsQueued before they are done loses the rest.
+func (so *socket) received(data []byte) {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	if len(so.receipts) >= wsReceiptsQueued || so.gone {
+		return
+	}
+	so.receipts = append(so.receipts, bytes.Clone(data))
+	if len(so.receipts) == 1 {
+		so.s.sockets.Add(1) // Close waits for the receipts under way
+		go so.carryOut()
+	}
+}
+
+// carryOut carries out the queued receipts until none is left.
+func (so *socket) carryOut() {
+	defer so.s.sockets.Done()
 	for {
-		_, data, err := so.conn.Read(context.Background())
-		if err != nil {
+		so.mu.Lock()
+		data := so.receipts[0]
+		so.mu.Unlock()
+		so.receipt(data)
+		so.mu.Lock()
+		so.receipts = so.receipts[1:]
+		left := len(so.receipts)
+		if left == 0 {
+			so.receipts = nil
+		}
+		so.mu.Unlock()
+		if left == 0 {
 			return
 		}
-		so.receipt(data)
 	}
 }
 
@@ -417,6 +544,12 @@ func (so *socket) receipt(data []byte) {
 	if _, err := so.s.readAndTell(ctx, u, in.Data.IDs, false); err != nil {
 		so.s.log.Warn("websocket read receipt failed", "user", u.ID, "err", err)
 	}
+}
+
+// clientGone reports whether a write failed because the client is gone,
+// which is how a connection usually ends, not a failure.
+func clientGone(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // isWebSocketHandshake reports whether r asks for a WebSocket (RFC 6455
@@ -455,7 +588,7 @@ func (s *Server) checkWebSocketOrigin(r *http.Request) error {
 }
 
 // originPatterns admits browsers on the public address besides the request's
-// own host (which coder/websocket always admits).
+// own host.
 func (s *Server) originPatterns() []string {
 	if u, err := url.Parse(s.opts.BaseURL); err == nil && u.Host != "" {
 		return []string{u.Host}

@@ -178,8 +178,8 @@ func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
 	}
 	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "8")...), 426)
 	expect(t, a.call("GET", "/ws", ada.Access, nil, handshake("Sec-WebSocket-Version", "13", "Origin", "https://evil.example")...), 403)
-	// What only the library checks (a key that is not 16 bytes of base64)
-	// is still answered in the error shape.
+	// A key that is not 16 bytes of base64 is refused in the error shape
+	// too.
 	bad := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "short"}
 	expect(t, a.call("GET", "/ws", ada.Access, nil, bad...), 400)
 }

@@ -1,0 +1,218 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"github.com/lesismal/nbio"
+	"github.com/lesismal/nbio/logging"
+	"github.com/lesismal/nbio/nbhttp"
+	"github.com/lesismal/nbio/nbhttp/websocket"
+)
+
+// Limits of the poller that holds upgraded connections.
+const (
+	// Bytes a connection may have waiting to be sent beyond what its
+	// socket's kernel buffer holds; past that the client is too slow, and
+	// the connection is cut (a close frame could not reach it anyway).
+	wsMaxUnsent = 1 << 20
+	// Frames a connection that did not go to the poller (see wsHijacker)
+	// may have queued in the library's writer.
+	wsMaxQueued = 4096
+)
+
+// wsPoller holds this instance's upgraded WebSocket connections in
+// nbio's event loop: an idle connection is a file descriptor in epoll and a
+// few small structs, not a goroutine. A goroutine is taken only while a
+// connection's frames are being read (the library's handler pool) or
+// written (the writers below, a fixed number of them).
+type wsPoller struct {
+	engine   *nbhttp.Engine
+	upgrader websocket.Upgrader // the settings each connection's is copied from
+
+	// The loop's settle barrier (see settle): a socket pair whose one end
+	// is in the loop.
+	barrier  sync.Mutex
+	knock    net.Conn      // written to by settle
+	answered chan struct{} // by the loop, once it reads the knock
+	done     chan struct{} // closed by stop
+
+	mu      sync.Mutex
+	ready   []*socket // sockets with frames waiting, for the writers
+	wake    *sync.Cond
+	stopped bool
+	writers sync.WaitGroup
+}
+
+var quietLibrary sync.Once
+
+// newWSPoller starts the event loop and the writers.
+func newWSPoller() (*wsPoller, error) {
+	quietLibrary.Do(func() { logging.SetLogger(libraryLog{}) })
+	engine := nbhttp.NewEngine(nbhttp.Config{
+		Name: "perch-ws",
+		// One event loop: it only reads what clients send (pongs and
+		// receipts), and one loop is what settle has to wait for.
+		NPoller:                 1,
+		MaxWriteBufferSize:      wsMaxUnsent,
+		ReleaseWebsocketPayload: true,
+		SupportServerOnly:       true,
+		// What a client sends is handled in the event loop itself, where
+		// the library also closes a connection whose client hung up. A
+		// connection closed elsewhere (a pool goroutine answering a close
+		// frame, say) frees its descriptor while the loop may still hold
+		// an event of it, which the loop would then apply to a new
+		// connection given the same descriptor. Read receipts, which write
+		// to the database, are handed to a goroutine (socket.receipt).
+		ServerExecutor: func(f func()) { f() },
+	})
+	if err := engine.Start(); err != nil {
+		return nil, err
+	}
+	p := &wsPoller{engine: engine, answered: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := p.startBarrier(); err != nil {
+		engine.Stop()
+		return nil, err
+	}
+	p.wake = sync.NewCond(&p.mu)
+	p.upgrader = *websocket.NewUpgrader()
+	p.upgrader.Engine = engine
+	p.upgrader.MessageLengthLimit = wsReadLimit
+	p.upgrader.KeepaliveTime = wsPongWait // every frame from the client, pongs included, moves the read deadline on
+	p.upgrader.CheckOrigin = nil          // checked before the upgrade, in the error shape
+	p.upgrader.BlockingModAsyncWrite = true
+	p.upgrader.BlockingModSendQueueMaxSize = wsMaxQueued
+	for range runtime.GOMAXPROCS(0) {
+		p.writers.Go(p.write)
+	}
+	return p, nil
+}
+
+// startBarrier puts one end of a socket pair in the loop, for settle, and
+// has every connection added to the loop settle first.
+//
+// Why: the loop takes events from epoll in batches, by descriptor number.
+// A connection closed outside the loop (a write that finds the client gone
+// closes it in the writing goroutine) frees its number while the loop may
+// still hold an event of it, a hang-up say; a new connection given the same
+// number and added before the loop gets to that event would be closed by
+// it. Adding a connection only once every batch taken before its number
+// was given out is done makes that impossible.
+func (p *wsPoller) startBarrier() error {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	inside, err := fileConn(fds[0])
+	if err != nil {
+		syscall.Close(fds[1])
+		return err
+	}
+	if p.knock, err = fileConn(fds[1]); err != nil {
+		inside.Close()
+		return err
+	}
+	nbc, err := nbio.NBConn(inside)
+	if err != nil {
+		p.knock.Close()
+		return err
+	}
+	nbc.OnData(func(*nbio.Conn, []byte) {
+		select {
+		case p.answered <- struct{}{}:
+		default:
+		}
+	})
+	if _, err := p.engine.AddConn(nbc); err != nil {
+		p.knock.Close()
+		return err
+	}
+	p.engine.Engine.OnOpen(func(c *nbio.Conn) {
+		if c != nbc {
+			p.settle()
+		}
+	})
+	return nil
+}
+
+// settle returns once the loop has dealt with every event it had taken
+// when settle was called: it knocks on the pair and waits for the loop to
+// read the knock, which comes in a later batch.
+func (p *wsPoller) settle() {
+	p.barrier.Lock()
+	defer p.barrier.Unlock()
+	if _, err := p.knock.Write([]byte{0}); err != nil {
+		return
+	}
+	select {
+	case <-p.answered:
+	case <-p.done:
+	}
+}
+
+func fileConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "perch-ws-barrier")
+	defer f.Close() // FileConn has a copy of its own
+	return net.FileConn(f)
+}
+
+// ready hands so to a writer: it has frames waiting or must be closed.
+func (p *wsPoller) submit(so *socket) {
+	p.mu.Lock()
+	p.ready = append(p.ready, so)
+	p.mu.Unlock()
+	p.wake.Signal()
+}
+
+// write is one writer: it drains sockets as they become ready. Writes to
+// the poller's connections never block (what the socket cannot take now
+// waits in the library, up to wsMaxUnsent), so two writers keep up with
+// every socket of the instance, and a slow one holds up no other.
+func (p *wsPoller) write() {
+	for {
+		p.mu.Lock()
+		for len(p.ready) == 0 && !p.stopped {
+			p.wake.Wait()
+		}
+		if len(p.ready) == 0 {
+			p.mu.Unlock()
+			return
+		}
+		so := p.ready[0]
+		p.ready[0] = nil
+		if p.ready = p.ready[1:]; len(p.ready) == 0 {
+			p.ready = p.ready[:0:0] // let a large fan-out's queue go
+		}
+		p.mu.Unlock()
+		so.drain()
+	}
+}
+
+// stop ends the writers, once what is ready is written, and the event
+// loop, which closes whatever connections are left.
+func (p *wsPoller) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.wake.Broadcast()
+	p.writers.Wait()
+	close(p.done)
+	p.engine.Stop()
+	p.knock.Close()
+}
+
+// libraryLog sends nbio's log lines to slog: its errors as warnings (a
+// client's broken frame is not this server's error), the rest as debug.
+type libraryLog struct{}
+
+func (libraryLog) Debug(string, ...any)         {}
+func (libraryLog) Info(string, ...any)          {}
+func (libraryLog) Warn(format string, v ...any) { slog.Warn("websocket: " + fmt.Sprintf(format, v...)) }
+func (libraryLog) Error(format string, v ...any) {
+	slog.Warn("websocket: " + fmt.Sprintf(format, v...))
+}
