@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,4 +284,45 @@ func TestNoGapNoDuplicateUnderConcurrentWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestASlowClientIsCutOffWithoutHoldingUpOthers: a client that stops
+// reading is disconnected once what waits for it passes the limit, while a
+// client of the same user that reads along gets every notification.
+func TestASlowClientIsCutOffWithoutHoldingUpOthers(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	tok := a.webhookToken(ada, "org", "")
+	a.apiToken(ada, "for the clients")
+	fast := dial(t, ts, ada.Token, "")
+	fast.ready()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	slow, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + ada.Token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow() // and never reads
+	for a.srv.hub.Len() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+
+	// 12 MB: more than loopback's socket buffers and wsMaxUnsent hold.
+	const total = 3000
+	message := strings.Repeat("x", 4000)
+	for i := range total {
+		expect(t, a.call("POST", "/webhooks/inbound?token="+tok, "", map[string]string{"title": fmt.Sprint("n", i), "message": message}), 200)
+	}
+	for i := range total {
+		if n := fast.next().notification(t); n.Title != fmt.Sprint("n", i) {
+			t.Fatalf("the reading client got %q, want n%d", n.Title, i)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); a.srv.hub.Len() > 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client that does not read is still connected: %d clients", a.srv.hub.Len())
+		}
+	}
 }
