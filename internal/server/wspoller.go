@@ -24,6 +24,8 @@ const (
 	// Frames a connection that did not go to the poller (see wsHijacker)
 	// may have queued in the library's writer.
 	wsMaxQueued = 4096
+	// Sockets a writer takes from the ready list at a time.
+	wsWriterBatch = 64
 )
 
 // wsPoller holds this instance's upgraded WebSocket connections in
@@ -174,6 +176,7 @@ func (p *wsPoller) submit(so *socket) {
 // waits in the library, up to wsMaxUnsent), so two writers keep up with
 // every socket of the instance, and a slow one holds up no other.
 func (p *wsPoller) write() {
+	var batch []*socket
 	for {
 		p.mu.Lock()
 		for len(p.ready) == 0 && !p.stopped {
@@ -183,13 +186,19 @@ func (p *wsPoller) write() {
 			p.mu.Unlock()
 			return
 		}
-		so := p.ready[0]
-		p.ready[0] = nil
-		if p.ready = p.ready[1:]; len(p.ready) == 0 {
-			p.ready = p.ready[:0:0] // let a large fan-out's queue go
+		// A few at a time: one event to many sockets is shared between
+		// the writers, without a trip through the lock for each socket.
+		n := min(len(p.ready), wsWriterBatch)
+		batch = append(batch[:0], p.ready[:n]...)
+		clear(p.ready[:n])
+		if p.ready = p.ready[n:]; len(p.ready) == 0 {
+			p.ready = nil // let a large fan-out's queue go
 		}
 		p.mu.Unlock()
-		so.drain()
+		for _, so := range batch {
+			so.drain()
+		}
+		clear(batch)
 	}
 }
 
