@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -71,6 +76,169 @@ func idle(base, token string, n, warm, pid int, pingWait time.Duration) error {
 	fmt.Printf("idle connections: %d, then %d more, every one pinged (%d pings answered); server RSS %d KiB -> %d KiB: %.1f KiB per connection (Go heap %.1f KiB and goroutine stacks %.1f KiB in use per connection)\n",
 		warm, n, ws.pings.Load(), before.rss, after.rss, float64(after.rss-before.rss)/float64(n), perConn(before.heap, after.heap), perConn(before.stacks, after.stacks))
 	return nil
+}
+
+// many connects n idle clients to one server from source addresses
+// 127.0.0.2, 127.0.0.3, ... (perAddr clients each, as each client takes an
+// ephemeral port of its address), waits until every one has been pinged,
+// reads the server's resident memory, and then counts the clients still
+// connected. The clients are spread over as many processes of this program
+// (many-part) as its open-file limit requires.
+func many(base, token string, n, pid, perAddr int, pingWait time.Duration) error {
+	if pid == 0 {
+		return fmt.Errorf("-pid is required")
+	}
+	if n > 250*perAddr {
+		return fmt.Errorf("%d clients at %d per address need more than 127.0.0.2 to 127.0.0.251", n, perAddr)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	// A dial holds two descriptors for a moment (nbio duplicates the
+	// socket's), and a process has a few of its own.
+	perProcess := int(lim.Cur) - 2*dialsAtOnce - 100
+	if perProcess <= 0 {
+		return fmt.Errorf("an open-file limit of %d leaves no room for clients", lim.Cur)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var parts []*manyProcess
+	defer func() {
+		for _, p := range parts {
+			p.stop()
+		}
+	}()
+	for first := 0; first < n; first += perProcess {
+		count := min(perProcess, n-first)
+		p, err := startPart(self, "-base", base, "-token", token, "-clients", strconv.Itoa(count),
+			"-first", strconv.Itoa(first), "-per-address", strconv.Itoa(perAddr), "-ping-wait", pingWait.String())
+		if err != nil {
+			return err
+		}
+		parts = append(parts, p)
+	}
+	fmt.Printf("many: %d clients, at most %d per source address from 127.0.0.2 (addresses: %d), in %d generator processes (open-file limit %d each)\n",
+		n, perAddr, (n+perAddr-1)/perAddr, len(parts), lim.Cur)
+	// Each part reports once its clients are connected and pinged, or its
+	// wait is over.
+	var connected, pinged, connectMS int
+	for _, p := range parts {
+		f, err := p.report()
+		if err != nil {
+			return err
+		}
+		connected += f["connected"]
+		pinged += f["pinged"]
+		connectMS = max(connectMS, f["connect_ms"])
+	}
+	kib, err := rss(pid)
+	if err != nil {
+		return err
+	}
+	var open, pings int
+	for _, p := range parts {
+		f, err := p.report()
+		if err != nil {
+			return err
+		}
+		open += f["open"]
+		pings += f["pings"]
+	}
+	fmt.Printf("many: clients connected in %.1f s; %d pings answered\n", float64(connectMS)/1000, pings)
+	fmt.Printf("many: asked %d, connected %d, pinged %d, still connected %d; server RSS %.1f MiB, %.1f KiB per connection\n",
+		n, connected, pinged, open, float64(kib)/1024, float64(kib)/float64(max(open, 1)))
+	return nil
+}
+
+// manyPart is one process of many's: it connects n clients, numbered from
+// first among all of many's, each from its source address, waits for their
+// pings and reports; then it reports again for every line on its input, and
+// ends (closing its clients) when the input does.
+func manyPart(base, token string, n, first, perAddr int, pingWait time.Duration) error {
+	ws, err := newWSClients(nil)
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	failed, err := ws.connect(ctx, base, n, func(int) string { return token }, func(i int) net.Addr {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+(first+i)/perAddr))}
+	})
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "many-part: %d of %d clients failed to connect, the first with: %v\n", failed, n, err)
+	}
+	connectMS := time.Since(start).Milliseconds()
+	ws.waitPinged(pingWait)
+	report := func() {
+		fmt.Printf("part connected=%d pinged=%d open=%d pings=%d connect_ms=%d\n",
+			ws.connected.Load(), ws.pinged.Load(), ws.open.Load(), ws.pings.Load(), connectMS)
+	}
+	report()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		report()
+	}
+	return nil
+}
+
+// manyProcess is a running many-part.
+type manyProcess struct {
+	cmd      *exec.Cmd
+	in       io.WriteCloser
+	out      *bufio.Scanner
+	reported bool
+}
+
+func startPart(self string, args ...string) (*manyProcess, error) {
+	cmd := exec.Command(self, append([]string{"many-part"}, args...)...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &manyProcess{cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
+}
+
+// report reads the part's figures: the first report comes unasked, once
+// its clients are connected and pinged; later ones are figures of the
+// moment.
+func (p *manyProcess) report() (map[string]int, error) {
+	if p.reported {
+		fmt.Fprintln(p.in)
+	}
+	p.reported = true
+	for p.out.Scan() {
+		line, ok := strings.CutPrefix(p.out.Text(), "part ")
+		if !ok { // not a report: a library's log line
+			fmt.Fprintln(os.Stderr, p.out.Text())
+			continue
+		}
+		f := map[string]int{}
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k], _ = strconv.Atoi(v)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("many-part ended before it reported: %v", p.out.Err())
+}
+
+// stop ends the part: its input closes, and it closes its clients.
+func (p *manyProcess) stop() {
+	p.in.Close()
+	p.cmd.Wait()
 }
 
 // goMemoryInUse reads the server's heap and goroutine stack bytes in use

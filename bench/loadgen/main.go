@@ -8,6 +8,7 @@
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
+//	loadgen many    -base URL -token pat_ -clients 19400 -pid PID      idle clients from 127.0.0.2, .3, ...: are they all pinged, and the server's RSS
 //	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
@@ -34,11 +35,11 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|hold|rawserve|rawfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|many|hold|rawserve|rawfanout [flags]")
 		os.Exit(2)
 	}
-	// nbio logs to stdout, which the script reads figures from; only its
-	// errors are worth a line.
+	// nbio logs to stdout, which the script reads figures from and many's
+	// parts report on; only its errors are worth a line.
 	logging.SetLevel(logging.LevelError)
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:18281", "trivial: listen address")
@@ -48,9 +49,11 @@ func main() {
 	clients := fs.Int("clients", 1000, "WebSocket clients to connect")
 	rate := fs.Int("rate", 1000, "latency: events per second")
 	seconds := fs.Int("seconds", 10, "latency: how long to post")
-	pid := fs.Int("pid", 0, "idle: the server's process id, to read its memory")
+	pid := fs.Int("pid", 0, "idle, many: the server's process id, to read its memory")
 	warm := fs.Int("warm", 2000, "idle: clients connected before the measured ones")
-	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle: how long to wait for every client's first ping (the server pings every 30 s)")
+	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle, many: how long to wait for every client's first ping (the server pings every 30 s)")
+	perAddr := fs.Int("per-address", 20000, "many: clients per source address (each takes an ephemeral port of it)")
+	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve: address whose POSTs trigger a message; rawfanout: its URL")
 	fs.Parse(os.Args[2:])
@@ -67,6 +70,10 @@ func main() {
 		err = fanout(*base, *token, *webhook, *clients, *rounds)
 	case "idle":
 		err = idle(*base, *token, *clients, *warm, *pid, *pingWait)
+	case "many":
+		err = many(*base, *token, *clients, *pid, *perAddr, *pingWait)
+	case "many-part": // one process of many's; many starts them
+		err = manyPart(*base, *token, *clients, *first, *perAddr, *pingWait)
 	case "hold":
 		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
 	case "rawserve":

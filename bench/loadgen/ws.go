@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lesismal/nbio"
@@ -188,6 +189,9 @@ func (ws *wsClients) dial(u *url.URL, token string, local net.Addr) error {
 	cl := &wsClient{ready: make(chan struct{})}
 	failed := make(chan error, 1)
 	d := &net.Dialer{LocalAddr: local, Timeout: dialTimeout}
+	if local != nil {
+		d.Control = spreadSocket
+	}
 	cc := &nbhttp.ClientConn{Engine: ws.engine, Dial: d.Dial}
 	cc.Do(req, func(res *http.Response, conn net.Conn, err error) {
 		if err == nil {
@@ -213,6 +217,26 @@ func (ws *wsClients) dial(u *url.URL, token string, local net.Addr) error {
 		cc.CloseWithError(err)
 		return err
 	}
+}
+
+// spreadSocket prepares the socket of a client with a source address of its
+// own. IP_BIND_ADDRESS_NO_PORT (Linux 4.2) has it take its port at connect,
+// where any port not already used towards the same server will do, rather
+// than at bind, where the kernel looks for one that no socket of the address
+// uses. A linger of zero closes it with a reset, leaving no TIME_WAIT that
+// would hold its port for a minute after the run: a run right after another
+// would find the ports of its addresses still taken.
+func spreadSocket(_, _ string, c syscall.RawConn) error {
+	const ipBindAddressNoPort = 24 // linux/in.h
+	var err error
+	if cerr := c.Control(func(fd uintptr) {
+		err = errors.Join(
+			syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, ipBindAddressNoPort, 1),
+			syscall.SetsockoptLinger(int(fd), syscall.SOL_SOCKET, syscall.SO_LINGER, &syscall.Linger{Onoff: 1}))
+	}); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // upgrade checks the server's answer to the handshake and hands the
