@@ -31,6 +31,13 @@ require (
 	github.com/lesismal/llib v1.2.2 // indirect
 )
 
+// Event-driven WebSockets (issue 21): the load generator's clients wait in
+// nbio's poller (bench/loadgen).
+require (
+	github.com/lesismal/llib v1.2.2 // indirect
+	github.com/lesismal/nbio v1.6.8
+)
+
 // Billing (DESIGN.md §10): Stripe's client, tested against stripe-mock
 // v0.203.0 (a binary, not a module dependency); Paddle is plain net/http.
 require github.com/stripe/stripe-go/v85 v85.0.0

@@ -9,7 +9,12 @@
 #  4. server memory per idle WebSocket connection;
 #  5. ingest of an organisation with ten enabled workflows (one matching
 #     each event) as a ratio to one with none, same load (the in-process
-#     figure: go test ./internal/server -run XXX -bench BenchmarkIngestWorkflows).
+#     figure: go test ./internal/server -run XXX -bench BenchmarkIngestWorkflows);
+#  6. as many idle WebSockets as the server's open-file limit allows (100,000
+#     when it allows that many), from several 127.0.0.x source addresses:
+#     are they all connected and pinged, and the server's RSS; below 100,000,
+#     the 100,000 figure is a projection from section 4's marginal cost.
+# It ends with a summary: one line per target of issue 21, met or not.
 # Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +24,9 @@ trivial_port=18281
 dir=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+# The server and the generator inherit this: as many open files as allowed.
+ulimit -n "$(ulimit -Hn)"
+started=$SECONDS
 
 go build -o "$dir/perch" ./cmd/perch
 go build -o "$dir/loadgen" ./bench/loadgen
@@ -46,8 +53,27 @@ wrk.body = '{"title":"Deploy finished","message":"api v1.2.3 is live","severity"
 wrk.headers["Content-Type"] = "application/json"
 LUA
 
-echo "== 4. memory per idle connection (measured first, on the fresh server): 2,000 clients, then what 5,000 more cost"
-"$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server"
+# figure FILE SED-EXPRESSION: a figure from a section's output, or nothing
+# when the section failed.
+figure() { sed -n "$2" "$dir/$1" 2>/dev/null | head -1; }
+
+echo "== 4. memory per idle connection (measured first, on the fresh server): 2,000 clients, then what 5,000 more cost, read after every client's first ping"
+"$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server" | tee "$dir/idle.out" || echo "section 4 failed"
+marginal=$(figure idle.out 's/.*: \(-\{0,1\}[0-9.]*\) KiB per connection .*/\1/p')
+
+# One process may hold only as many sockets as its open-file limit, and the
+# limit here cannot be raised past its hard value (no CAP_SYS_RESOURCE).
+limit=$(awk '/^Max open files/ {print $4}' "/proc/$server/limits")
+many=$((limit >= 100600 ? 100000 : limit - 600)) # ~600 for the server's other files
+echo "== 6. idle WebSockets at the server's open-file limit ($limit), on the same server: $many clients from 127.0.0.2 on, each pinged before the server's RSS is read"
+timeout 300 "$dir/loadgen" many -base "$base" -token "$token" -clients "$many" -pid "$server" | tee "$dir/many.out" || echo "section 6 failed"
+many_line=$(grep '^many: asked' "$dir/many.out" 2>/dev/null || true)
+read -r many_connected many_pinged many_open many_rss < <(echo "$many_line" |
+  sed -n 's/.*connected \([0-9]*\), pinged \([0-9]*\), still connected \([0-9]*\); server RSS \([0-9.]*\) MiB.*/\1 \2 \3 \4/p') || true
+if [ -n "${many_rss:-}" ] && [ "$many" -lt 100000 ] && [ -n "$marginal" ]; then
+  projected=$(awk "BEGIN {printf \"%.0f\", $many_rss + (100000 - $many_open) * $marginal / 1024}")
+  echo "projection to 100,000 (not measured: this machine's open-file limit is $limit per process, hard, so one server cannot hold 100,000 sockets): $many_rss MiB + $((100000 - many_open)) more connections at section 4's $marginal KiB = $projected MiB"
+fi
 
 echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler; wrk -t2 -d${secs}s"
 conns=(32 128) # concurrent senders
@@ -67,8 +93,10 @@ wait $holder
 metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $NF}')
 echo "accepted by the receiver: $accepted; group commit: $(awk "BEGIN {printf \"%.1f\", $(metric perch_ingest_notifications_total)/$(metric perch_ingest_transactions_total)}") notifications per transaction"
+declare -A share
 for c in "${conns[@]}"; do
-  echo "-c$c: trivial handler ${trivial[$c]} req/s; perch ingest ${perch[$c]} req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*${perch[$c]}/${trivial[$c]}}")"
+  share[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${perch[$c]}/${trivial[$c]}}")
+  echo "-c$c: trivial handler ${trivial[$c]} req/s; perch ingest ${perch[$c]} req/s; ratio ${share[$c]}%"
 done
 
 echo "== 5. workflows: ingest with ten enabled workflows on the organisation against none; wrk -t2 -c32 -d${secs}s each"
@@ -93,13 +121,47 @@ ten=$(wrk -t2 -c32 -d"${secs}s" -s "$dir/alert.lua" "$base/webhooks/inbound?toke
 echo "no workflows $none req/s; ten workflows $ten req/s; ratio $(awk "BEGIN {printf \"%.1f%%\", 100*$ten/$none}")"
 
 echo "== 2. latency: 1,000 users with a client each, 1,000 events/s for 10 s, each event to one user"
-"$dir/loadgen" latency -base "$base" -clients 1000 -rate 1000 -seconds 10
+"$dir/loadgen" latency -base "$base" -clients 1000 -rate 1000 -seconds 10 | tee "$dir/latency.out" || echo "section 2 failed"
 
 echo "== 3. fan-out: one org event to 10,000 clients; then the floor, plain TCP to as many clients"
-"$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9
+"$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9 | tee "$dir/fanout.out" || echo "section 3 failed"
 kill "$server"
 "$dir/loadgen" rawserve -addr 127.0.0.1:18381 -control 127.0.0.1:18382 &
 pids+=($!)
 for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18382/ >/dev/null && break; sleep 0.1; done
-"$dir/loadgen" rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000 -rounds 9
+"$dir/loadgen" rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000 -rounds 9 | tee "$dir/floor.out" || echo "section 3's floor failed"
+
+# verdict VALUE OP TARGET: met or not met, or not measured without a value.
+verdict() {
+  [ -n "$1" ] || { echo "not measured"; return; }
+  awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { ok = op == "<=" ? v+0 <= t+0 : op == ">=" ? v+0 >= t+0 : v+0 < t+0; print ok ? "met" : "not met" }'
+}
+fan=$(figure fanout.out 's/^one org event.*median \([0-9.]*\) ms.*/\1/p')
+floor=$(figure floor.out 's/^floor,.*median \([0-9.]*\) ms.*/\1/p')
+multiple=$([ -n "$fan" ] && [ -n "$floor" ] && awk "BEGIN {printf \"%.2f\", $fan / $floor}" || true)
+p99=$(figure latency.out 's/.* p99 \([0-9.]*\) ms.*/\1/p')
+if [ -z "${many_rss:-}" ]; then
+  row100k="not measured"; verdict100k="not measured"
+else
+  all_up=$([ "$many_connected" = "$many" ] && [ "$many_pinged" = "$many" ] && [ "$many_open" = "$many" ] && echo yes || echo no)
+  if [ "$many" -ge 100000 ]; then
+    row100k="$many_open of 100000 connected and pinged, RSS $many_rss MiB"
+    verdict100k=$([ "$all_up" = yes ] && verdict "$many_rss" "<" 600 || echo "not met")
+  else
+    row100k="PROJECTED ${projected:-?} MiB (measured: $many_open up, RSS $many_rss MiB)"
+    note100k="The 100,000 row is a projection, not a measurement: the open-file limit here is $limit per process (hard, no CAP_SYS_RESOURCE), so one server cannot hold 100,000 sockets. Measured: $many asked, $many_connected connected, $many_pinged pinged, $many_open still connected, server RSS $many_rss MiB; projected: that RSS + $((100000 - many_open)) connections at section 4's marginal ${marginal:-?} KiB."
+    verdict100k=$([ "$all_up" = yes ] && [ -n "${projected:-}" ] && echo "$(verdict "$projected" "<" 600) (projected)" || echo "not met")
+  fi
+fi
+ingest_ok=$([ "$(verdict "${share[32]}" ">=" 40)" = met ] && [ "$(verdict "${share[128]}" ">=" 40)" = met ] && echo met || echo "not met")
+echo
+echo "== summary: the targets of issue 21, this run ($((SECONDS - started)) s)"
+row() { printf '%-52s | %-52s | %-32s | %s\n' "$1" "$2" "$3" "$4"; }
+row "figure" "measured" "target" "result"
+row "memory per idle WebSocket (marginal, after 1st ping)" "${marginal:-?} KiB" "<= 4 KiB" "$(verdict "$marginal" "<=" 4)"
+row "100,000 idle WebSockets on one instance" "$row100k" "connected, pinged, RSS < 600 MiB" "$verdict100k"
+row "one org event to 10,000 clients / plain-TCP floor" "${multiple:-?}x (median ${fan:-?} ms / ${floor:-?} ms)" "<= 1.25x" "$(verdict "$multiple" "<=" 1.25)"
+row "ingest, share of the trivial handler" "${share[32]}% at 32 senders, ${share[128]}% at 128" ">= 40% at both" "$ingest_ok"
+row "POST-to-frame p99, 1,000 events/s, 1,000 clients" "${p99:-?} ms" "< 10 ms" "$(verdict "$p99" "<" 10)"
+[ -z "${note100k:-}" ] || echo "$note100k"
 

@@ -1,12 +1,14 @@
 // Command loadgen drives a running Perch server over loopback for the
 // figures of the events issue; scripts/load-events.sh runs it. It is a
 // development tool, not part of the perch binary. Every mode is bounded in
-// count and time.
+// count and time. Its WebSocket clients wait in nbio's poller (ws.go), and
+// so do the fan-out floor's plain TCP clients (raw.go).
 //
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
+//	loadgen many    -base URL -token pat_ -clients 19400 -pid PID      idle clients from 127.0.0.2, .3, ...: are they all pinged, and the server's RSS
 //	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
@@ -18,27 +20,27 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/lesismal/nbio/logging"
 
 	perch "github.com/perch-dev/perch/client"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|hold|rawserve|rawfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|many|hold|rawserve|rawfanout [flags]")
 		os.Exit(2)
 	}
+	// nbio logs to stdout, which the script reads figures from and many's
+	// parts report on; only its errors are worth a line.
+	logging.SetLevel(logging.LevelError)
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:18281", "trivial: listen address")
 	base := fs.String("base", "http://127.0.0.1:18181", "Perch base URL")
@@ -47,9 +49,11 @@ func main() {
 	clients := fs.Int("clients", 1000, "WebSocket clients to connect")
 	rate := fs.Int("rate", 1000, "latency: events per second")
 	seconds := fs.Int("seconds", 10, "latency: how long to post")
-	pid := fs.Int("pid", 0, "idle: the server's process id, to read its memory")
+	pid := fs.Int("pid", 0, "idle, many: the server's process id, to read its memory")
 	warm := fs.Int("warm", 2000, "idle: clients connected before the measured ones")
-	idleFor := fs.Duration("idle-for", 35*time.Second, "idle: how long the clients stay idle before memory is read (the server pings every 30 s)")
+	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle, many: how long to wait for every client's first ping (the server pings every 30 s)")
+	perAddr := fs.Int("per-address", 20000, "many: clients per source address (each takes an ephemeral port of it)")
+	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve: address whose POSTs trigger a message; rawfanout: its URL")
 	fs.Parse(os.Args[2:])
@@ -65,7 +69,11 @@ func main() {
 	case "fanout":
 		err = fanout(*base, *token, *webhook, *clients, *rounds)
 	case "idle":
-		err = idle(*base, *token, *clients, *warm, *pid, *idleFor)
+		err = idle(*base, *token, *clients, *warm, *pid, *pingWait)
+	case "many":
+		err = many(*base, *token, *clients, *pid, *perAddr, *pingWait)
+	case "many-part": // one process of many's; many starts them
+		err = manyPart(*base, *token, *clients, *first, *perAddr, *pingWait)
 	case "hold":
 		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
 	case "rawserve":
@@ -81,56 +89,15 @@ func main() {
 	}
 }
 
-// client is one WebSocket connection that reports each notification's
-// arrival time by title.
-type client struct{ conn *websocket.Conn }
-
-func connect(ctx context.Context, base, token string, n int, onFrame func(title string, at time.Time)) ([]*client, error) {
-	u := "ws" + strings.TrimPrefix(base, "http") + "/ws"
-	out := make([]*client, n)
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	sem := make(chan struct{}, 64)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			conn, _, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
-			if err != nil {
-				failed.Add(1)
-				return
-			}
-			conn.SetReadLimit(1 << 20)
-			// Wait for ready, so that every client is live before the load.
-			if _, _, err := conn.Read(dctx); err != nil {
-				failed.Add(1)
-				return
-			}
-			out[i] = &client{conn: conn}
-			// Reads take no context, which would cost a timer per frame;
-			// the connection is closed when ctx ends instead.
-			context.AfterFunc(ctx, func() { conn.CloseNow() })
-			go func() {
-				for {
-					_, data, err := conn.Read(context.Background())
-					if err != nil {
-						return
-					}
-					at := time.Now()
-					if title, ok := titleOf(data); ok && onFrame != nil {
-						onFrame(title, at)
-					}
-				}
-			}()
-		})
+// connectAll opens n clients with token(i) from the system's source
+// address, for at most a minute, and fails if any of them fails.
+func connectAll(ws *wsClients, base string, n int, token func(i int) string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if failed, err := ws.connect(ctx, base, n, token, nil); failed > 0 {
+		return fmt.Errorf("%d of %d clients failed to connect, the first with: %w", failed, n, err)
 	}
-	wg.Wait()
-	if f := failed.Load(); f > 0 {
-		return nil, fmt.Errorf("%d of %d clients failed to connect", f, n)
-	}
-	return out, nil
+	return nil
 }
 
 func post(base, webhook, title string) error {
@@ -206,8 +173,6 @@ func users(base string, n int) ([]user, error) {
 // rate, each event to one user in turn, measuring from just before the POST
 // to the frame's arrival at that user's client.
 func latency(base string, n, rate int, d time.Duration) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	accounts, err := users(base, n)
 	if err != nil {
 		return err
@@ -222,10 +187,13 @@ func latency(base string, n, rate int, d time.Duration) error {
 			lat = append(lat, at.Sub(t0))
 		}
 	}
-	for _, u := range accounts {
-		if _, err := connect(ctx, base, u.access, 1, onFrame); err != nil {
-			return err
-		}
+	ws, err := newWSClients(onFrame)
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	if err := connectAll(ws, base, n, func(i int) string { return accounts[i].access }); err != nil {
+		return err
 	}
 	fmt.Printf("connected %d clients, one per user\n", n)
 	total := rate * int(d/time.Second)
@@ -264,24 +232,27 @@ func latency(base string, n, rate int, d time.Duration) error {
 	if len(lat) == 0 {
 		return fmt.Errorf("no frames arrived")
 	}
-	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
+	q := func(p float64) float64 { return ms(lat[int(p*float64(len(lat)-1))]) }
 	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), total)
-	fmt.Printf("POST-to-frame latency: p50 %s  p90 %s  p99 %s  max %s\n", q(0.50), q(0.90), q(0.99), lat[len(lat)-1])
+	fmt.Printf("POST-to-frame latency: p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n", q(0.50), q(0.90), q(0.99), ms(lat[len(lat)-1]))
 	return nil
 }
 
 // fanout posts one org-scoped event and measures the time until every
 // client has it, over several rounds.
 func fanout(base, token, webhook string, n, count int) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var got atomic.Int64
 	done := make(chan time.Time, 1)
-	if _, err := connect(ctx, base, token, n, func(title string, at time.Time) {
+	ws, err := newWSClients(func(title string, at time.Time) {
 		if got.Add(1) == int64(n) {
 			done <- at
 		}
-	}); err != nil {
+	})
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	if err := connectAll(ws, base, n, func(int) string { return token }); err != nil {
 		return err
 	}
 	fmt.Printf("connected %d clients\n", n)
@@ -319,105 +290,10 @@ func timeRounds(rounds, n int, got *atomic.Int64, done <-chan time.Time, send fu
 // spread sums up timings: median, fastest and slowest, in milliseconds.
 func spread(ts []time.Duration) string {
 	slices.Sort(ts)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return fmt.Sprintf("median %.1f ms (fastest %.1f, slowest %.1f, %d rounds)", ms(ts[len(ts)/2]), ms(ts[0]), ms(ts[len(ts)-1]), len(ts))
+	return fmt.Sprintf("median %.2f ms (fastest %.2f, slowest %.2f, %d rounds)", ms(ts[len(ts)/2]), ms(ts[0]), ms(ts[len(ts)-1]), len(ts))
 }
 
-// idle measures what one more idle connection costs the server: it
-// connects warm clients, lets them idle and reads the server's memory, then
-// connects n more and does the same, and divides the difference by n. The
-// warm clients take up what the server set free before (the sign-up's
-// password hash alone is 19 MiB, reused by the first connections without
-// growing the process), which would otherwise flatter the figure. Memory is
-// read twice: resident, once it has settled, and the Go heap and goroutine
-// stacks in use, from the server's own metrics. The clients idle long enough
-// for the server's first ping and their pongs.
-func idle(base, token string, n, warm, pid int, idleFor time.Duration) error {
-	if pid == 0 {
-		return fmt.Errorf("-pid is required")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type reading struct {
-		rss          int64 // KiB
-		heap, stacks float64
-	}
-	measure := func(clients int) (reading, error) {
-		if _, err := connect(ctx, base, token, clients, nil); err != nil {
-			return reading{}, err
-		}
-		time.Sleep(idleFor)
-		// Settled: no change of more than 1% over 3 s, or 60 s at most.
-		var r reading
-		var err error
-		for prev, start := int64(0), time.Now(); time.Since(start) < time.Minute; prev = r.rss {
-			time.Sleep(3 * time.Second)
-			if r.rss, err = rss(pid); err != nil {
-				return r, err
-			}
-			if prev > 0 && math.Abs(float64(r.rss-prev)) < 0.01*float64(prev) {
-				break
-			}
-		}
-		r.heap, r.stacks, err = goMemoryInUse(base)
-		return r, err
-	}
-	before, err := measure(warm)
-	if err != nil {
-		return err
-	}
-	after, err := measure(n)
-	if err != nil {
-		return err
-	}
-	perConn := func(before, after float64) float64 { return (after - before) / 1024 / float64(n) }
-	fmt.Printf("idle connections: %d, then %d more; server RSS %d KiB -> %d KiB: %.1f KiB per connection (Go heap %.1f KiB and goroutine stacks %.1f KiB in use per connection)\n",
-		warm, n, before.rss, after.rss, float64(after.rss-before.rss)/float64(n), perConn(before.heap, after.heap), perConn(before.stacks, after.stacks))
-	return nil
-}
-
-// goMemoryInUse reads the server's heap and goroutine stack bytes in use
-// from its /metrics.
-func goMemoryInUse(base string) (heap, stacks float64, err error) {
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	found := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil {
-					return 0, 0, err
-				}
-				found[name] = f
-			}
-		}
-	}
-	if len(found) != 2 {
-		return 0, 0, fmt.Errorf("/metrics has no go_memstats heap and stack figures")
-	}
-	return found["go_memstats_heap_inuse_bytes"], found["go_memstats_stack_inuse_bytes"], nil
-}
-
-func rss(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
-}
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // hold listens as one real client would (the public client package, which
 // reconnects and resumes after a drop) until nothing has arrived for three

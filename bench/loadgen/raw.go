@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lesismal/nbio"
 )
 
 // The floor of the fan-out figure: the same number of clients in this
@@ -60,34 +61,38 @@ func rawServe(addr, control string) error {
 }
 
 // rawFanout connects n plain TCP clients to addr and times, over rounds, from
-// a POST to control until every client has the whole message.
+// a POST to control until every client has the whole message. The clients
+// wait in an nbio engine configured as the WebSocket clients' is, and count
+// in OnData on the poller goroutine, as those count in their message
+// handler: the floor and Perch's figure differ by the server and the
+// WebSocket framing, not by how this process reads.
 func rawFanout(addr, control string, n, rounds int) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var got atomic.Int64
 	done := make(chan time.Time, 1)
+	engine := nbio.NewEngine(nbio.Config{NPoller: pollers()})
+	engine.Execute = inline
+	engine.OnData(func(c *nbio.Conn, data []byte) {
+		at := time.Now()
+		have := c.Session().(*int) // bytes of a message not yet complete
+		for *have += len(data); *have >= len(rawMessage); *have -= len(rawMessage) {
+			if got.Add(1) == int64(n) {
+				done <- at
+			}
+		}
+	})
+	if err := engine.Start(); err != nil {
+		return err
+	}
+	defer engine.Stop()
 	for range n {
-		c, err := net.Dial("tcp", addr)
+		c, err := nbio.Dial("tcp", addr)
 		if err != nil {
 			return err
 		}
-		context.AfterFunc(ctx, func() { c.Close() })
-		go func() {
-			buf := make([]byte, 4096)
-			have := 0
-			for {
-				k, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				at := time.Now()
-				for have += k; have >= len(rawMessage); have -= len(rawMessage) {
-					if got.Add(1) == int64(n) {
-						done <- at
-					}
-				}
-			}
-		}()
+		c.SetSession(new(int))
+		if _, err := engine.AddConn(c); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("connected %d plain TCP clients\n", n)
 	times, err := timeRounds(rounds, n, &got, done, func(int) error {
