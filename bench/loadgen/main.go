@@ -121,7 +121,8 @@ type user struct{ access, webhook string }
 func users(base string, n int) ([]user, error) {
 	out := make([]user, n)
 	var wg sync.WaitGroup
-	var failed atomic.Value
+	var failOnce sync.Once
+	var failed error
 	sem := make(chan struct{}, 8)
 	call := func(path, bearer string, body any) (map[string]any, error) {
 		b, _ := json.Marshal(body)
@@ -150,21 +151,21 @@ func users(base string, n int) ([]user, error) {
 			reg, err := call("/api/v1/auth/register", "", map[string]string{
 				"name": fmt.Sprintf("Load %d", i), "email": fmt.Sprintf("load%d-%d@example.com", i, time.Now().UnixNano()), "password": "correct horse battery"})
 			if err != nil {
-				failed.Store(err)
+				failOnce.Do(func() { failed = err })
 				return
 			}
 			access := reg["access_token"].(string)
 			tok, err := call("/api/v1/webhook-tokens", access, map[string]string{"label": "load", "sender": "inbound", "scope": "user"})
 			if err != nil {
-				failed.Store(err)
+				failOnce.Do(func() { failed = err })
 				return
 			}
 			out[i] = user{access: access, webhook: tok["raw_token"].(string)}
 		})
 	}
 	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		return nil, err
+	if failed != nil {
+		return nil, failed
 	}
 	return out, nil
 }
