@@ -74,3 +74,32 @@ func BenchmarkIngestWorkflows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWebSocketFanout is one organisation's notification handed to the
+// hub and written to 1,000 connected WebSocket clients (read by clients in
+// this process), per operation: the delivery half of the hot path.
+func BenchmarkWebSocketFanout(b *testing.B) {
+	const clients = 1000
+	a := newAPI(b, storetest.New(b, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 2 * clients, Period: time.Minute} })
+	ts := a.live()
+	ada := a.register("Ada")
+	a.apiToken(ada, "clients")
+	conns := make([]*wsConn, clients)
+	for i := range conns {
+		conns[i] = dial(b, ts, ada.Token, "")
+		conns[i].ready()
+	}
+	m := perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &perch.Notification{
+		ID: "1", Title: "Deploy finished", Message: "api v1.2.3 is live", Severity: "info", Tab: "Deploys",
+		Scope: perch.Scope{Type: perch.ScopeOrg, ID: ada.OrgID}, CreatedAt: time.Now().UTC(),
+	}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		m.Notification.ID = fmt.Sprint(i + 1)
+		a.srv.hub.Deliver(m)
+		for _, c := range conns {
+			c.next()
+		}
+	}
+}
