@@ -339,16 +339,40 @@ func (so *socket) ended() {
 	so.s.sockets.Done()
 }
 
-// closeWith starts the closing handshake: the client answers with its own
-// close frame, upon which the library drops the connection; one that does
-// not answer in time is dropped anyway.
+// closeWith starts the closing handshake: the close frame, then the end of
+// this side's stream (RFC 6455 §7.1.1: the server closes the TCP connection
+// first). The client answers with its own close frame, upon which the
+// library drops the connection; one that does not answer in time is
+// dropped anyway. When the client has started the handshake already, its
+// close frame has had its answer and there is nothing to send.
+//
+// Nothing may follow the close frame: a second one is a protocol error to
+// a browser, and the library would answer a client's echo of 1012 or 1013
+// (codes it does not know) with a 1002 of its own.
 func (so *socket) closeWith(code int, reason string) {
-	so.closing.Store(true)
+	if so.closing.Swap(true) {
+		return
+	}
 	if so.conn.WriteClose(code, reason) != nil {
 		so.conn.Close()
 		return
 	}
+	closeWrite(so.conn.Conn)
 	so.conn.SetReadDeadline(time.Now().Add(wsCloseWait))
+}
+
+// closeWrite ends the stream this side sends on c (shutdown(2) SHUT_WR),
+// which the client reads as the end of the connection; it still reads
+// what the client sends.
+func closeWrite(c net.Conn) {
+	switch c := c.(type) {
+	case interface{ CloseWrite() error }: // *net.TCPConn, earlyConn
+		c.CloseWrite()
+	case syscall.Conn: // the event loop's connections
+		if rc, err := c.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+		}
+	}
 }
 
 // peerClosed answers a close frame from the client with one of the same

@@ -5,26 +5,33 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
 // maskedTextFrame is a client-to-server text frame (RFC 6455 §5.2): FIN,
 // opcode 1, masked, as every client frame must be.
-func maskedTextFrame(payload []byte) []byte {
+func maskedTextFrame(payload []byte) []byte { return maskedFrame(1, payload) }
+
+// maskedFrame is a client-to-server frame of opcode with FIN set.
+func maskedFrame(opcode byte, payload []byte) []byte {
 	if len(payload) > 125 {
 		panic("test frames are short")
 	}
 	var mask [4]byte
 	rand.Read(mask[:])
-	f := append([]byte{0x81, 0x80 | byte(len(payload))}, mask[:]...)
+	f := append([]byte{0x80 | opcode, 0x80 | byte(len(payload))}, mask[:]...)
 	for i, b := range payload {
 		f = append(f, b^mask[i%4])
 	}
@@ -182,4 +189,97 @@ func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
 	// too.
 	bad := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "short"}
 	expect(t, a.call("GET", "/ws", ada.Access, nil, bad...), 400)
+}
+
+// rawSocket is a WebSocket client made by hand, to see every frame the
+// server sends, control frames included.
+type rawSocket struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialRaw(t *testing.T, ts *httptest.Server, token string) *rawSocket {
+	t.Helper()
+	var key [16]byte
+	rand.Read(key[:])
+	host := strings.TrimPrefix(ts.URL, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nAuthorization: Bearer %s\r\n\r\n",
+		host, base64.StdEncoding.EncodeToString(key[:]), token)
+	s := &rawSocket{t: t, conn: conn, r: bufio.NewReader(conn)}
+	if res, err := http.ReadResponse(s.r, nil); err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", res, err)
+	}
+	if op, p, err := s.next(); err != nil || op != 1 || !strings.Contains(string(p), `"ready"`) {
+		t.Fatalf("want the ready frame, got %d %q %v", op, p, err)
+	}
+	return s
+}
+
+// next reads a frame. Server frames are unmasked, and these are short.
+func (s *rawSocket) next() (opcode byte, payload []byte, err error) {
+	var h [2]byte
+	if _, err := io.ReadFull(s.r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	payload = make([]byte, h[1]&0x7f)
+	_, err = io.ReadFull(s.r, payload)
+	return h[0] & 0x0f, payload, err
+}
+
+// closes reads until the server ends the connection and returns the
+// payloads of the close frames it sent.
+func (s *rawSocket) closes() [][]byte {
+	var closes [][]byte
+	for {
+		op, p, err := s.next()
+		if err != nil {
+			return closes
+		}
+		if op == 8 {
+			closes = append(closes, p)
+		}
+	}
+}
+
+// TestAClientsCloseIsAnsweredOnce: a client that starts the closing
+// handshake gets one close frame back, with its code, and then the end of
+// the connection; a second close frame is a protocol error to browsers.
+func TestAClientsCloseIsAnsweredOnce(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	s := dialRaw(t, ts, ada.Access)
+	s.conn.Write(maskedFrame(8, []byte{0x03, 0xe9})) // close, 1001
+	if closes := s.closes(); len(closes) != 1 || string(closes[0]) != "\x03\xe9" {
+		t.Fatalf("close frames from the server: %q, want one with 1001", closes)
+	}
+}
+
+// TestNothingFollowsTheServersClose: when the server closes a socket (1012
+// here) and the client answers as RFC 6455 says, echoing the code, the
+// server sends nothing more before it ends the connection.
+func TestNothingFollowsTheServersClose(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	s := dialRaw(t, ts, ada.Access)
+	for a.srv.hub.Len() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	a.srv.hub.DropAll(hub.ReasonLost)
+	op, p, err := s.next()
+	if err != nil || op != 8 || len(p) < 2 || p[0] != 0x03 || p[1] != 0xf4 {
+		t.Fatalf("want a close frame with 1012, got %d %q %v", op, p, err)
+	}
+	s.conn.Write(maskedFrame(8, p[:2]))
+	if closes := s.closes(); len(closes) != 0 {
+		t.Fatalf("the server sent %q after its close frame", closes)
+	}
 }

@@ -72,3 +72,11 @@ func (c *earlyConn) Read(p []byte) (int, error) {
 	}
 	return c.Conn.Read(p)
 }
+
+// CloseWrite ends the stream this side sends, as the connection's own does.
+func (c *earlyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
