@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,8 @@ import (
 var rawMessage = bytes.Repeat([]byte("x"), 256)
 
 // rawServe accepts plain TCP subscribers on addr and, for each POST to
-// control, writes rawMessage to every one of them.
+// control, writes rawMessage to every one of them; a GET to control
+// answers how many it has accepted.
 func rawServe(addr, control string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -48,6 +50,10 @@ func rawServe(addr, control string) error {
 		mu.Lock()
 		all := slices.Clone(conns)
 		mu.Unlock()
+		if r.Method == http.MethodGet {
+			fmt.Fprint(w, len(all))
+			return
+		}
 		w.Write([]byte(`{"received":true}`))
 		workers := runtime.GOMAXPROCS(0)
 		for i := range workers {
@@ -92,6 +98,22 @@ func rawFanout(addr, control string, n, rounds int) error {
 		c.SetSession(new(int))
 		if _, err := engine.AddConn(c); err != nil {
 			return err
+		}
+	}
+	// A dial is done once the kernel has queued the connection, which the
+	// server may not have accepted yet: wait until it has them all.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := http.Get(control)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if accepted, _ := strconv.Atoi(string(body)); accepted >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the floor's server accepted %s of %d clients in 30s", body, n)
 		}
 	}
 	fmt.Printf("connected %d plain TCP clients\n", n)
