@@ -20,6 +20,31 @@ import (
 type Frame struct {
 	ID   int64
 	Data []byte
+	// The message as its writers put it on the wire, made once for every
+	// client that gets this frame (see Encoded).
+	wire *encoding
+}
+
+type encoding struct {
+	once sync.Once
+	b    []byte
+}
+
+func newFrame(id int64, data []byte) Frame {
+	return Frame{ID: id, Data: data, wire: &encoding{}}
+}
+
+// Encoded returns the frame's data as encode turns it into what goes on the
+// wire (the WebSocket framing, say). One notification goes to every client
+// of an organisation: the first of their writers to get here encodes it,
+// and the others send the same bytes. encode must give the same result
+// every time; the result must not be changed.
+func (f Frame) Encoded(encode func(data []byte) []byte) []byte {
+	if f.wire == nil {
+		return encode(f.Data)
+	}
+	f.wire.once.Do(func() { f.wire.b = encode(f.Data) })
+	return f.wire.b
 }
 
 // Client is one connection's place in the hub. The hub never waits for a
@@ -196,13 +221,13 @@ type wire struct {
 func NotificationFrame(n *perch.Notification) Frame {
 	id, _ := strconv.ParseInt(n.ID, 10, 64)
 	data, _ := json.Marshal(wire{Type: "notification", Data: n})
-	return Frame{ID: id, Data: data}
+	return newFrame(id, data)
 }
 
 // ReadFrame encodes the frame that tells a user's clients what was read.
 func ReadFrame(ids []string) Frame {
 	data, _ := json.Marshal(wire{Type: "read", Data: map[string][]string{"ids": ids}})
-	return Frame{Data: data}
+	return newFrame(0, data)
 }
 
 // ReadyFrame encodes the frame that ends a replay. lastID is the newest
@@ -214,7 +239,7 @@ func ReadyFrame(replayed int, gap bool, lastID int64) Frame {
 		d["last_id"] = strconv.FormatInt(lastID, 10)
 	}
 	data, _ := json.Marshal(wire{Type: "ready", Data: d})
-	return Frame{Data: data}
+	return newFrame(0, data)
 }
 
 // Deliver hands a fan-out message to the clients it concerns. It never

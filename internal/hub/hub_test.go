@@ -182,3 +182,24 @@ func TestNotifyOncePerBurstAndOnDrop(t *testing.T) {
 		t.Fatalf("a dropped client still has frames %v", got)
 	}
 }
+
+func TestAFrameIsEncodedOnceForEveryClient(t *testing.T) {
+	f := NotificationFrame(&perch.Notification{ID: "7", Title: "Deploy finished"})
+	calls := 0
+	encode := func(data []byte) []byte {
+		calls++
+		return append([]byte("wire:"), data...)
+	}
+	copies := []Frame{f, f, f}
+	for _, c := range copies {
+		if got, want := string(c.Encoded(encode)), "wire:"+string(f.Data); got != want {
+			t.Fatalf("Encoded = %q, want %q", got, want)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("encoded %d times for three copies of one frame, want once", calls)
+	}
+	if got := string(Frame{Data: []byte("x")}.Encoded(encode)); got != "wire:x" {
+		t.Fatalf("a frame made elsewhere: Encoded = %q", got)
+	}
+}

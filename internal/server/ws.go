@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lesismal/nbio"
 	"github.com/lesismal/nbio/nbhttp/websocket"
 
 	"github.com/perch-dev/perch"
@@ -468,11 +469,58 @@ func (so *socket) drain() {
 // write sends frames, skipping notifications the client has already. A
 // write never waits for the client: what its socket cannot take now is
 // kept by the library, up to wsMaxUnsent, and sent as the client reads.
+//
+// The frames go out as the poller framed them once for every client
+// (hub.Frame.Encoded), several in one write(2) when a burst is waiting, up
+// to wsWriteChunk bytes at a time.
 func (so *socket) write(frames []hub.Frame) error {
+	raw, ok := so.conn.Conn.(*nbio.Conn)
+	if !ok { // a connection the library writes for (see wsHijacker)
+		return so.writeEach(frames)
+	}
+	var chunk *[]byte // frames gathered for one write, when there are several
+	var first []byte  // the first frame, written as it is if it is alone
 	for _, f := range frames {
 		if f.ID != 0 {
 			if f.ID <= so.last {
 				continue // the replay sent it already
+			}
+			so.last = f.ID
+		}
+		b := f.Encoded(so.poller.frame)
+		switch {
+		case first == nil:
+			first = b
+			continue
+		case chunk == nil:
+			chunk = writeChunks.Get().(*[]byte)
+			*chunk = append((*chunk)[:0], first...)
+		case len(*chunk)+len(b) > wsWriteChunk:
+			if _, err := raw.Write(*chunk); err != nil {
+				writeChunks.Put(chunk)
+				return err
+			}
+			*chunk = (*chunk)[:0]
+		}
+		*chunk = append(*chunk, b...)
+	}
+	var err error
+	switch {
+	case chunk != nil:
+		_, err = raw.Write(*chunk) // the library copies what it cannot send now
+		writeChunks.Put(chunk)
+	case first != nil:
+		_, err = raw.Write(first)
+	}
+	return err
+}
+
+// writeEach sends frames one message at a time through the library.
+func (so *socket) writeEach(frames []hub.Frame) error {
+	for _, f := range frames {
+		if f.ID != 0 {
+			if f.ID <= so.last {
+				continue
 			}
 			so.last = f.ID
 		}
@@ -482,6 +530,9 @@ func (so *socket) write(frames []hub.Frame) error {
 	}
 	return nil
 }
+
+// writeChunks holds the buffers that bursts are gathered in.
+var writeChunks = sync.Pool{New: func() any { b := make([]byte, 0, wsWriteChunk); return &b }}
 
 // untilTick is how long the timer waits: a ping period, or less when the
 // access token ends sooner.

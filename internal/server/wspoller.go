@@ -26,6 +26,8 @@ const (
 	wsMaxQueued = 4096
 	// Sockets a writer takes from the ready list at a time.
 	wsWriterBatch = 64
+	// Bytes of waiting frames gathered into one write.
+	wsWriteChunk = 64 << 10
 )
 
 // wsPoller holds this instance's upgraded WebSocket connections in
@@ -161,6 +163,26 @@ func fileConn(fd int) (net.Conn, error) {
 	f := os.NewFile(uintptr(fd), "perch-ws-barrier")
 	defer f.Close() // FileConn has a copy of its own
 	return net.FileConn(f)
+}
+
+// frame returns data as the WebSocket text message the library would write:
+// a server's frames are not masked, so these bytes are the same for every
+// connection, and one notification is framed once for all its clients.
+func (p *wsPoller) frame(data []byte) []byte {
+	var b frameBuffer
+	websocket.NewServerConn(&p.upgrader, &b, "", false, false).WriteMessage(websocket.TextMessage, data)
+	return b.bytes
+}
+
+// frameBuffer is the connection frame has the library write to.
+type frameBuffer struct {
+	net.Conn // nil: the library's writer only calls Write
+	bytes    []byte
+}
+
+func (b *frameBuffer) Write(p []byte) (int, error) {
+	b.bytes = append(b.bytes, p...)
+	return len(p), nil
 }
 
 // ready hands so to a writer: it has frames waiting or must be closed.
