@@ -5,7 +5,9 @@
 #     and 128 concurrent senders;
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
 #  3. time for one org-scoped event to reach every one of many clients, and
-#     the floor: plain TCP from a server that does nothing else;
+#     the floor: plain TCP from a server that does nothing else; and the
+#     WebSocket floor: the same WebSocket clients as Perch's, sent one
+#     message each by a bare nbio WebSocket server that does nothing else;
 #  4. server memory per idle WebSocket connection;
 #  5. ingest of an organisation with ten enabled workflows (one matching
 #     each event) as a ratio to one with none, same load (the in-process
@@ -123,13 +125,17 @@ echo "no workflows $none req/s; ten workflows $ten req/s; ratio $(awk "BEGIN {pr
 echo "== 2. latency: 1,000 users with a client each, 1,000 events/s for 10 s, each event to one user"
 "$dir/loadgen" latency -base "$base" -clients 1000 -rate 1000 -seconds 10 | tee "$dir/latency.out" || echo "section 2 failed"
 
-echo "== 3. fan-out: one org event to 10,000 clients; then the floor, plain TCP to as many clients"
+echo "== 3. fan-out: one org event to 10,000 clients; then the floors, plain TCP and a bare WebSocket server to as many clients"
 "$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9 | tee "$dir/fanout.out" || echo "section 3 failed"
 kill "$server"
 "$dir/loadgen" rawserve -addr 127.0.0.1:18381 -control 127.0.0.1:18382 &
 pids+=($!)
 for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18382/ >/dev/null && break; sleep 0.1; done
 "$dir/loadgen" rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000 -rounds 9 | tee "$dir/floor.out" || echo "section 3's floor failed"
+"$dir/loadgen" wsserve -addr 127.0.0.1:18481 -control 127.0.0.1:18482 &
+pids+=($!)
+for _ in $(seq 100); do curl -sf http://127.0.0.1:18482/ >/dev/null && break; sleep 0.1; done
+"$dir/loadgen" wsfanout -base http://127.0.0.1:18481 -control http://127.0.0.1:18482/ -clients 10000 -rounds 9 | tee "$dir/wsfloor.out" || echo "section 3's WebSocket floor failed"
 
 # verdict VALUE OP TARGET: met or not met, or not measured without a value.
 verdict() {
@@ -139,6 +145,9 @@ verdict() {
 fan=$(figure fanout.out 's/^one org event.*median \([0-9.]*\) ms.*/\1/p')
 floor=$(figure floor.out 's/^floor,.*median \([0-9.]*\) ms.*/\1/p')
 multiple=$([ -n "$fan" ] && [ -n "$floor" ] && awk "BEGIN {printf \"%.2f\", $fan / $floor}" || true)
+wsfloor=$(figure wsfloor.out 's/^WebSocket floor,.*median \([0-9.]*\) ms.*/\1/p')
+wsfloor_multiple=$([ -n "$wsfloor" ] && [ -n "$floor" ] && awk "BEGIN {printf \"%.2f\", $wsfloor / $floor}" || true)
+over_wsfloor=$([ -n "$fan" ] && [ -n "$wsfloor" ] && awk "BEGIN {printf \"%.2f\", $fan / $wsfloor}" || true)
 p99=$(figure latency.out 's/.* p99 \([0-9.]*\) ms.*/\1/p')
 if [ -z "${many_rss:-}" ]; then
   row100k="not measured"; verdict100k="not measured"
@@ -164,4 +173,5 @@ row "one org event to 10,000 clients / plain-TCP floor" "${multiple:-?}x (median
 row "ingest, share of the trivial handler" "${share[32]}% at 32 senders, ${share[128]}% at 128" ">= 40% at both" "$ingest_ok"
 row "POST-to-frame p99, 1,000 events/s, 1,000 clients" "${p99:-?} ms" "< 10 ms" "$(verdict "$p99" "<" 10)"
 [ -z "${note100k:-}" ] || echo "$note100k"
+echo "The fan-out's WebSocket floor (a bare nbio server, the same clients): ${wsfloor:-?} ms, ${wsfloor_multiple:-?}x the plain-TCP floor; Perch is ${over_wsfloor:-?}x the WebSocket floor."
 

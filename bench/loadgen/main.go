@@ -35,14 +35,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|many|hold|rawserve|rawfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout [flags]")
 		os.Exit(2)
 	}
 	// nbio logs to stdout, which the script reads figures from and many's
 	// parts report on; only its errors are worth a line.
 	logging.SetLevel(logging.LevelError)
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	addr := fs.String("addr", "127.0.0.1:18281", "trivial: listen address")
+	addr := fs.String("addr", "127.0.0.1:18281", "trivial, rawserve, wsserve: listen address")
 	base := fs.String("base", "http://127.0.0.1:18181", "Perch base URL")
 	token := fs.String("token", "", "API token the WebSocket clients sign in with")
 	webhook := fs.String("webhook", "", "inbound webhook token (org scope) to post with")
@@ -54,8 +54,8 @@ func main() {
 	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle, many: how long to wait for every client's first ping (the server pings every 30 s)")
 	perAddr := fs.Int("per-address", 20000, "many: clients per source address (each takes an ephemeral port of it)")
 	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
-	rounds := fs.Int("rounds", 5, "fanout, rawfanout: events to time, one at a time")
-	control := fs.String("control", "127.0.0.1:18382", "rawserve: address whose POSTs trigger a message; rawfanout: its URL")
+	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
+	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -80,6 +80,10 @@ func main() {
 		err = rawServe(*addr, *control)
 	case "rawfanout":
 		err = rawFanout(*addr, *control, *clients, *rounds)
+	case "wsserve":
+		err = wsServe(*addr, *control)
+	case "wsfanout":
+		err = wsFanout(*base, *control, *clients, *rounds)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -72,6 +72,11 @@ func newWSClients(onFrame func(title string, at time.Time)) (*wsClients, error) 
 		NPoller:        pollers(),
 		ServerExecutor: inline,
 		ClientExecutor: inline,
+		// A frame's payload goes back to the library's pool once its
+		// handler returns (message keeps none of it), rather than to the
+		// garbage collector: thousands of clients' frames are this
+		// process's allocation, which the floor's clients do not make.
+		ReleaseWebsocketPayload: true,
 	})
 	// The frames come from the server under test; checking that they are
 	// UTF-8 would be a cost per frame in this process that a fan-out's
