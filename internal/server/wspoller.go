@@ -217,6 +217,10 @@ func (p *wsPoller) write() {
 			p.ready = nil // let a large fan-out's queue go
 		}
 		p.mu.Unlock()
+		// Let whatever is delivering run first: a group commit's
+		// notifications reach the hub one by one, and a socket drained
+		// after them all gets them in one write rather than one each.
+		runtime.Gosched()
 		for _, so := range batch {
 			so.drain()
 		}
