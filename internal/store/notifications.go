@@ -58,9 +58,21 @@ func (s *Store) insertNotifications(rows int) string {
 	return b.String()
 }
 
-// insertChunks are the row counts of the multi-row insert statements, largest
-// first: a batch is cut into these, so a handful of prepared statements
-// serve every batch size, and one statement's overhead is shared by up to 64
+// maxInsertRows is the most rows one SQLite insert statement carries; a
+// larger batch is split. Up to it, a batch is one statement of exactly its
+// size, prepared once per size and kept. The bound is on the memory those
+// statements hold (SQLite's program for a statement grows with its rows:
+// about 1.2 KB a row, so every size up to 64 is some 2.5 MB, up to 256
+// some 40 MB), and is far below SQLite's limit on variables
+// (11 × 64 of 32,766). Past 64 rows a statement's fixed cost is a sliver
+// of a row's.
+const maxInsertRows = 64
+
+// insertChunks are the row counts of PostgreSQL's multi-row insert
+// statements, largest first: a batch is cut into these, so a handful of
+// prepared statements serve every batch size (each size is prepared on every
+// connection of the pool, and a 256-row one holds some 750 KB of the
+// server's memory), and one statement's overhead is shared by up to 64
 // rows. Workflow runs are inserted in the same sizes.
 var insertChunks = []int{64, 16, 4, 1}
 
@@ -75,7 +87,12 @@ func chunkSize(rows int) int {
 
 // statementRows is how many of the rows left of a batch its next insert
 // statement carries.
-func (s *Store) statementRows(left int) int { return chunkSize(left) }
+func (s *Store) statementRows(left int) int {
+	if s.dialect == SQLite {
+		return min(left, maxInsertRows)
+	}
+	return chunkSize(left)
+}
 
 // notificationsLock is the PostgreSQL advisory lock that serializes
 // notification inserts, and their announcement, across instances: ids become
