@@ -4,11 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/perch-dev/perch"
 )
@@ -29,36 +34,84 @@ type Stored struct {
 }
 
 // insertNotifications returns the statement that inserts rows notifications
-// at once. A row whose dedupe key is stored already is skipped; with
-// returning, the statement returns the id and key of each row it did insert.
-func insertNotifications(rows int, returning bool) string {
+// at once. A row whose dedupe key is stored already is skipped (the key's
+// unique index is partial, so the conflict target names its predicate). On
+// SQLite each row gives its id; PostgreSQL takes them from the identity
+// column and returns the id and key of each row it did insert.
+func (s *Store) insertNotifications(rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO notifications
-	(scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key) VALUES `)
+	columns, values := `scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key`, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	if s.dialect == SQLite {
+		columns, values = "id, "+columns, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	}
+	b.WriteString("INSERT INTO notifications (" + columns + ") VALUES ")
 	for i := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString(values)
 	}
-	b.WriteString(` ON CONFLICT (dedupe_key) DO NOTHING`)
-	if returning {
+	b.WriteString(` ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`)
+	if s.dialect == Postgres {
 		b.WriteString(` RETURNING id, dedupe_key`)
 	}
 	return b.String()
 }
 
-// insertChunks are the row counts of the multi-row insert statements, largest
-// first: a batch is cut into these, so a handful of prepared statements
-// serve every batch size, and one statement's overhead is shared by up to 64
-// rows.
+// maxInsertRows is the most rows one SQLite insert statement carries; a
+// larger batch is split. Up to it, a batch is one statement of exactly its
+// size, prepared once per size and kept. The bound is on the memory those
+// statements hold (SQLite's program for a statement grows with its rows:
+// about 1.2 KB a row, so every size up to 64 is some 2.5 MB, up to 256
+// some 40 MB), and is far below SQLite's limit on variables
+// (11 × 64 of 32,766). Past 64 rows a statement's fixed cost is a sliver
+// of a row's.
+const maxInsertRows = 64
+
+// insertChunks are the row counts of PostgreSQL's multi-row insert
+// statements, largest first: a batch is cut into these, so a handful of
+// prepared statements serve every batch size (each size is prepared on every
+// connection of the pool, and a 256-row one holds some 750 KB of the
+// server's memory), and one statement's overhead is shared by up to 64
+// rows. Workflow runs are inserted in the same sizes.
 var insertChunks = []int{64, 16, 4, 1}
+
+func chunkSize(rows int) int {
+	for _, n := range insertChunks {
+		if rows >= n {
+			return n
+		}
+	}
+	return 1
+}
+
+// statementRows is how many of the rows left of a batch its next insert
+// statement carries.
+func (s *Store) statementRows(left int) int {
+	if s.dialect == SQLite {
+		return min(left, maxInsertRows)
+	}
+	return chunkSize(left)
+}
 
 // notificationsLock is the PostgreSQL advisory lock that serializes
 // notification inserts, and their announcement, across instances: ids become
 // visible in order (a reader that has seen id n never later finds a smaller
 // one) and are announced in that order too.
 const notificationsLock = 7_310_001
+
+// notificationIDs is, on SQLite, the id the next notification gets. The
+// table has no AUTOINCREMENT (its sqlite_sequence row cost every insert
+// statement a read and a write), and SQLite's own choice, one past the
+// largest rowid, would give an id again once pruning emptied the table.
+// The store gives ids itself instead: one past both the largest id and the
+// highest pruned one, read in the first writing transaction and then kept,
+// since this store's inserts are the only ones. It is forgotten whenever a
+// transaction that used it fails.
+type notificationIDs struct {
+	mu   sync.Mutex // held across the inserting transaction
+	next int64      // 0: read it again
+}
 
 // InsertNotifications stores a batch in one transaction, in order, and
 // returns one Stored per input. Ids increase in commit order across every
@@ -75,39 +128,36 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	// Statements are prepared before the transaction: on SQLite the
 	// transaction holds the only writer connection, which preparing would
 	// wait for.
-	type statement struct {
-		start, rows int
-		returning   bool
-		stmt        *sql.Stmt
-	}
-	var plan []statement
-	hasJobs := false
-	for i := range batch {
-		hasJobs = hasJobs || len(batch[i].Jobs) > 0
-	}
+	var stmts []*sql.Stmt
 	for start := 0; start < len(batch); {
-		st := statement{start: start, rows: chunkSize(len(batch) - start)}
-		st.returning = s.needsReturning(batch[start : start+st.rows])
-		var err error
-		if st.stmt, err = s.prepared(ctx, s.w, insertNotifications(st.rows, st.returning)); err != nil {
+		n := s.statementRows(len(batch) - start)
+		st, err := s.prepared(ctx, s.w, s.insertNotifications(n))
+		if err != nil {
 			return nil, err
 		}
-		plan = append(plan, st)
-		start += st.rows
+		stmts = append(stmts, st)
+		start += n
 	}
-	insert := func(tx *sql.Tx) error {
-		for _, st := range plan {
-			chunk, into := batch[st.start:st.start+st.rows], out[st.start:st.start+st.rows]
-			stmt := tx.StmtContext(ctx, st.stmt)
+	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
+	// insert runs the statements in tx; on SQLite the rows take the ids
+	// from next on.
+	insert := func(tx *sql.Tx, next int64) error {
+		start := 0
+		for _, st := range stmts {
+			rows := s.statementRows(len(batch) - start)
+			chunk, into := batch[start:start+rows], out[start:start+rows]
+			stmt := tx.StmtContext(ctx, st)
 			var err error
-			if st.returning {
-				err = s.insertChunk(ctx, tx, stmt, now, chunk, into)
+			if s.dialect == SQLite {
+				err = s.insertWithIDs(ctx, tx, stmt, next, now, chunk, into)
+				next += int64(rows)
 			} else {
-				err = insertKeyless(ctx, stmt, now, chunk, into)
+				err = s.insertReturning(ctx, tx, stmt, now, chunk, into)
 			}
 			if err != nil {
 				return err
 			}
+			start += rows
 		}
 		if hasJobs {
 			return s.queueNotificationJobs(ctx, tx, batch, out, now)
@@ -115,7 +165,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		return nil
 	}
 	if s.dialect == Postgres {
-		err := s.orderedPG(ctx, insert, func() {
+		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, 0) }, func() {
 			if announce != nil {
 				announce(out)
 			}
@@ -127,13 +177,49 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	}
 	// SQLite: one process, one writer connection; the caller's single
 	// writer goroutine keeps commit and announcement in order.
-	if err := s.tx(ctx, insert); err != nil {
+	if err := s.insertSQLite(ctx, len(batch), insert); err != nil {
 		return nil, err
 	}
 	if announce != nil {
 		announce(out)
 	}
 	return out, nil
+}
+
+// insertSQLite runs insert, for rows notifications, in a transaction with
+// the ids that come next. Should another connection to the file have added
+// notifications after the ids were read (a clash on an id), they are read
+// again and the transaction runs once more.
+func (s *Store) insertSQLite(ctx context.Context, rows int, insert func(tx *sql.Tx, next int64) error) error {
+	ids := &s.notificationIDs
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		var next int64
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			if next = ids.next; next == 0 {
+				if err := tx.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(id) FROM notifications), 0),
+					COALESCE((SELECT CAST(value AS INTEGER) FROM settings WHERE key = ?), 0)) + 1`, settingPrunedThrough).Scan(&next); err != nil {
+					return err
+				}
+			}
+			return insert(tx, next)
+		})
+		if err == nil {
+			ids.next = next + int64(rows)
+			return nil
+		}
+		ids.next = 0
+		if attempt > 0 || !isPrimaryKeyClash(err) {
+			return err
+		}
+	}
+}
+
+// isPrimaryKeyClash reports whether err is SQLite's clash on a row's key.
+func isPrimaryKeyClash(err error) bool {
+	e, ok := errors.AsType[*sqlite.Error](err)
+	return ok && e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
 // orderedPG runs insert in a transaction and then announce, under the
@@ -172,70 +258,78 @@ func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, annou
 	return nil
 }
 
-func chunkSize(rows int) int {
-	for _, n := range insertChunks {
-		if rows >= n {
-			return n
+// insertWithIDs inserts one statement's worth of rows on SQLite, the first
+// with id first and the rest after it in order, and fills out. When every
+// row went in (as it does for rows without a key, and nearly always), that
+// says it all: no RETURNING, which costs SQLite a temporary table for every
+// statement. Otherwise the ids that went in say which rows did; the others'
+// keys were stored before (or earlier in the batch): duplicates.
+func (s *Store) insertWithIDs(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, first int64, now time.Time, chunk []NewNotification, out []Stored) error {
+	res, err := insert.ExecContext(ctx, insertArgs(chunk, now, first)...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	inserted := func(int64) bool { return true }
+	if n != int64(len(chunk)) {
+		ids, err := column[int64](tx.QueryContext(ctx, `SELECT id FROM notifications WHERE id >= ? AND id < ? ORDER BY id`, first, first+int64(len(chunk))))
+		if err != nil {
+			return err
 		}
+		if len(ids) != int(n) {
+			return fmt.Errorf("insert notifications: %d rows inserted, %d found", n, len(ids))
+		}
+		inserted = func(id int64) bool { _, found := slices.BinarySearch(ids, id); return found }
 	}
-	return 1
-}
-
-// needsReturning reports whether inserting chunk must return what it
-// inserted. On SQLite, rows without a dedupe key are all inserted, with
-// consecutive ids (one writer; AUTOINCREMENT takes the next id each time),
-// so the last id says which: RETURNING would only cost SQLite a temporary
-// table for every statement. PostgreSQL always returns them.
-func (s *Store) needsReturning(chunk []NewNotification) bool {
-	if s.dialect == Postgres {
-		return true
-	}
-	return slices.ContainsFunc(chunk, func(nn NewNotification) bool { return nn.DedupeKey != "" })
-}
-
-// insertKeyless inserts rows that carry no dedupe key, on SQLite, and fills
-// out: the rows took the ids up to the last one, in order.
-func insertKeyless(ctx context.Context, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
-	res, err := insert.ExecContext(ctx, insertArgs(chunk, now)...)
-	if err != nil {
-		return err
-	}
-	last, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
-		return fmt.Errorf("insert notifications: %d of %d rows inserted (%v)", n, len(chunk), err)
-	}
-	first := last - int64(len(chunk)) + 1
 	for i, nn := range chunk {
+		id := first + int64(i)
+		if !inserted(id) {
+			existing, err := s.keyed(ctx, tx, nn.DedupeKey)
+			if err != nil {
+				return err
+			}
+			out[i] = Stored{Notification: *existing, Duplicate: true}
+			continue
+		}
 		n := nn.Notification
-		n.ID, n.CreatedAt, n.Read = strconv.FormatInt(first+int64(i), 10), now, false
+		n.ID, n.CreatedAt, n.Read = strconv.FormatInt(id, 10), now, false
 		out[i] = Stored{Notification: n}
 	}
 	return nil
 }
 
-// insertArgs are the values of insertNotifications' rows.
-func insertArgs(chunk []NewNotification, now time.Time) []any {
-	args := make([]any, 0, 10*len(chunk))
-	for _, nn := range chunk {
+// keyed returns the stored notification with dedupe key k.
+func (s *Store) keyed(ctx context.Context, tx *sql.Tx, k string) (*perch.Notification, error) {
+	return scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
+}
+
+// insertArgs are the values of insertNotifications' rows; with first (on
+// SQLite, not 0), each row's id from first on.
+func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
+	args := make([]any, 0, 11*len(chunk))
+	for i, nn := range chunk {
 		n := &nn.Notification
 		var key sql.NullString
 		if nn.DedupeKey != "" {
 			key = sql.NullString{String: nn.DedupeKey, Valid: true}
+		}
+		if first != 0 {
+			args = append(args, first+int64(i))
 		}
 		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key)
 	}
 	return args
 }
 
-// insertChunk inserts one statement's worth of rows and fills out. Ids come
-// in the order of the VALUES rows, so sorted they pair off with the rows
-// that were inserted: every row but those whose key was stored before (or
-// earlier in the same batch), which are duplicates.
-func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
-	rows, err := insert.QueryContext(ctx, insertArgs(chunk, now)...)
+// insertReturning inserts one statement's worth of rows on PostgreSQL and
+// fills out. Ids come in the order of the VALUES rows, so sorted they pair
+// off with the rows that were inserted: every row but those whose key was
+// stored before (or earlier in the same batch), which are duplicates.
+func (s *Store) insertReturning(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+	rows, err := insert.QueryContext(ctx, insertArgs(chunk, now, 0)...)
 	if err != nil {
 		return err
 	}
@@ -264,7 +358,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, n
 	for i, nn := range chunk {
 		if k := nn.DedupeKey; k != "" {
 			if !inserted[k] {
-				existing, err := scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
+				existing, err := s.keyed(ctx, tx, k)
 				if err != nil {
 					return err
 				}

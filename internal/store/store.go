@@ -56,6 +56,8 @@ type Store struct {
 
 	ckpt *checkpointer // SQLite only
 	path string        // the SQLite file; "" on PostgreSQL
+
+	notificationIDs notificationIDs // SQLite only
 }
 
 type stmtKey struct {
