@@ -46,10 +46,20 @@ func rawServe(addr, control string) error {
 			mu.Unlock()
 		}
 	}()
-	return http.ListenAndServe(control, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveControl(control, func() []net.Conn {
 		mu.Lock()
-		all := slices.Clone(conns)
-		mu.Unlock()
+		defer mu.Unlock()
+		return slices.Clone(conns)
+	}, func(c net.Conn) { c.Write(rawMessage) })
+}
+
+// serveControl serves a floor's control address: a GET answers how many
+// clients the floor's server has (conns), and a POST sends one message to
+// every one of them (send), from one goroutine per processor, after
+// answering.
+func serveControl[C any](control string, conns func() []C, send func(C)) error {
+	return http.ListenAndServe(control, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		all := conns()
 		if r.Method == http.MethodGet {
 			fmt.Fprint(w, len(all))
 			return
@@ -59,7 +69,7 @@ func rawServe(addr, control string) error {
 		for i := range workers {
 			go func() {
 				for j := i; j < len(all); j += workers {
-					all[j].Write(rawMessage)
+					send(all[j])
 				}
 			}()
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -57,24 +56,11 @@ func wsServe(addr, control string) error {
 		return err
 	}
 	defer engine.Stop()
-	return http.ListenAndServe(control, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveControl(control, func() []*websocket.Conn {
 		mu.Lock()
-		all := slices.Clone(conns)
-		mu.Unlock()
-		if r.Method == http.MethodGet {
-			fmt.Fprint(w, len(all))
-			return
-		}
-		w.Write([]byte(`{"received":true}`))
-		workers := runtime.GOMAXPROCS(0)
-		for i := range workers {
-			go func() {
-				for j := i; j < len(all); j += workers {
-					all[j].WriteMessage(websocket.TextMessage, wsMessage)
-				}
-			}()
-		}
-	}))
+		defer mu.Unlock()
+		return slices.Clone(conns)
+	}, func(c *websocket.Conn) { c.WriteMessage(websocket.TextMessage, wsMessage) })
 }
 
 // wsFanout times the WebSocket floor: n of the same clients as fanout's,
