@@ -255,22 +255,13 @@ func latency(base string, n, rate int, d time.Duration) error {
 // fanout posts one org-scoped event and measures the time until every
 // client has it, over several rounds.
 func fanout(base, token, webhook string, n, count int) error {
-	var got atomic.Int64
-	done := make(chan time.Time, 1)
-	ws, err := newWSClients(func(title string, at time.Time) {
-		if got.Add(1) == int64(n) {
-			done <- at
-		}
-	})
+	ws, got, done, err := countingClients(base, token, n)
 	if err != nil {
 		return err
 	}
 	defer ws.close()
-	if err := connectAll(ws, base, n, func(int) string { return token }); err != nil {
-		return err
-	}
 	fmt.Printf("connected %d clients\n", n)
-	rounds, err := timeRounds(count, n, &got, done, func(i int) error {
+	rounds, err := timeRounds(count, n, got, done, func(i int) error {
 		return post(base, webhook, "fanout"+strconv.Itoa(i))
 	})
 	if err != nil {
@@ -278,6 +269,27 @@ func fanout(base, token, webhook string, n, count int) error {
 	}
 	fmt.Printf("one org event to all %d clients: %s\n", n, spread(rounds))
 	return nil
+}
+
+// countingClients connects n clients to base, signed in with token, that
+// count the frames they get (got) and report when the nth arrives (done),
+// for timeRounds.
+func countingClients(base, token string, n int) (*wsClients, *atomic.Int64, chan time.Time, error) {
+	got := new(atomic.Int64)
+	done := make(chan time.Time, 1)
+	ws, err := newWSClients(func(_ string, at time.Time) {
+		if got.Add(1) == int64(n) {
+			done <- at
+		}
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := connectAll(ws, base, n, func(int) string { return token }); err != nil {
+		ws.close()
+		return nil, nil, nil, err
+	}
+	return ws, got, done, nil
 }
 
 // timeRounds times, rounds times, from send(i) until done says that the

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/lesismal/nbio/nbhttp"
 	"github.com/lesismal/nbio/nbhttp/websocket"
@@ -66,22 +64,13 @@ func wsServe(addr, control string) error {
 // wsFanout times the WebSocket floor: n of the same clients as fanout's,
 // connected to wsServe at base, and one message to all of them per round.
 func wsFanout(base, control string, n, rounds int) error {
-	var got atomic.Int64
-	done := make(chan time.Time, 1)
-	ws, err := newWSClients(func(_ string, at time.Time) {
-		if got.Add(1) == int64(n) {
-			done <- at
-		}
-	})
+	ws, got, done, err := countingClients(base, "", n)
 	if err != nil {
 		return err
 	}
 	defer ws.close()
-	if err := connectAll(ws, base, n, func(int) string { return "" }); err != nil {
-		return err
-	}
 	fmt.Printf("connected %d WebSocket clients to the floor's server\n", n)
-	times, err := timeRounds(rounds, n, &got, done, func(int) error {
+	times, err := timeRounds(rounds, n, got, done, func(int) error {
 		res, err := http.Post(control, "application/json", nil)
 		if err != nil {
 			return err

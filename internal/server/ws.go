@@ -481,11 +481,8 @@ func (so *socket) write(frames []hub.Frame) error {
 	var chunk *[]byte // frames gathered for one write, when there are several
 	var first []byte  // the first frame, written as it is if it is alone
 	for _, f := range frames {
-		if f.ID != 0 {
-			if f.ID <= so.last {
-				continue // the replay sent it already
-			}
-			so.last = f.ID
+		if !so.fresh(f) {
+			continue
 		}
 		b := f.Encoded(so.poller.frame)
 		switch {
@@ -518,17 +515,27 @@ func (so *socket) write(frames []hub.Frame) error {
 // writeEach sends frames one message at a time through the library.
 func (so *socket) writeEach(frames []hub.Frame) error {
 	for _, f := range frames {
-		if f.ID != 0 {
-			if f.ID <= so.last {
-				continue
-			}
-			so.last = f.ID
+		if !so.fresh(f) {
+			continue
 		}
 		if err := so.conn.WriteMessage(websocket.TextMessage, f.Data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fresh reports whether f is still to be sent, and counts it as sent: a
+// notification the replay sent already is not sent again.
+func (so *socket) fresh(f hub.Frame) bool {
+	if f.ID == 0 {
+		return true
+	}
+	if f.ID <= so.last {
+		return false
+	}
+	so.last = f.ID
+	return true
 }
 
 // writeChunks holds the buffers that bursts are gathered in.
