@@ -131,7 +131,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	var stmts []*sql.Stmt
 	for start := 0; start < len(batch); {
 		n := s.statementRows(len(batch) - start)
-		st, err := s.prepared(ctx, s.w, s.insertNotifications(n))
+		st, err := s.insertStatement(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -139,33 +139,34 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		start += n
 	}
 	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
-	// insert runs the statements in tx; on SQLite the rows take the ids
-	// from next on.
-	insert := func(tx *sql.Tx, next int64) error {
+	// insert runs the statements through q (a transaction, or on SQLite
+	// the writer itself when one statement is the whole batch), each
+	// statement made q's by in; on SQLite the rows take the ids from next
+	// on.
+	insert := func(q querier, in func(*sql.Stmt) *sql.Stmt, next int64) error {
 		start := 0
 		for _, st := range stmts {
 			rows := s.statementRows(len(batch) - start)
 			chunk, into := batch[start:start+rows], out[start:start+rows]
-			stmt := tx.StmtContext(ctx, st)
 			var err error
 			if s.dialect == SQLite {
-				err = s.insertWithIDs(ctx, tx, stmt, next, now, chunk, into)
+				err = s.insertWithIDs(ctx, q, in(st), next, now, chunk, into)
 				next += int64(rows)
 			} else {
-				err = s.insertReturning(ctx, tx, stmt, now, chunk, into)
+				err = s.insertReturning(ctx, q, in(st), now, chunk, into)
 			}
 			if err != nil {
 				return err
 			}
 			start += rows
 		}
-		if hasJobs {
-			return s.queueNotificationJobs(ctx, tx, batch, out, now)
+		if hasJobs { // never alone (see insertSQLite): q is a transaction
+			return s.queueNotificationJobs(ctx, q.(*sql.Tx), batch, out, now)
 		}
 		return nil
 	}
 	if s.dialect == Postgres {
-		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, 0) }, func() {
+		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, txStmt(ctx, tx), 0) }, func() {
 			if announce != nil {
 				announce(out)
 			}
@@ -177,7 +178,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	}
 	// SQLite: one process, one writer connection; the caller's single
 	// writer goroutine keeps commit and announcement in order.
-	if err := s.insertSQLite(ctx, len(batch), insert); err != nil {
+	if err := s.insertSQLite(ctx, len(batch), len(stmts) == 1 && !hasJobs, insert); err != nil {
 		return nil, err
 	}
 	if announce != nil {
@@ -186,25 +187,51 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	return out, nil
 }
 
-// insertSQLite runs insert, for rows notifications, in a transaction with
-// the ids that come next. Should another connection to the file have added
-// notifications after the ids were read (a clash on an id), they are read
-// again and the transaction runs once more.
-func (s *Store) insertSQLite(ctx context.Context, rows int, insert func(tx *sql.Tx, next int64) error) error {
+// insertStatement is the prepared insert of rows notifications, kept by
+// its row count once prepared.
+func (s *Store) insertStatement(ctx context.Context, rows int) (*sql.Stmt, error) {
+	slot := &s.insertStmts[rows]
+	if st := slot.Load(); st != nil {
+		return st, nil
+	}
+	st, err := s.prepared(ctx, s.w, s.insertNotifications(rows))
+	if err != nil {
+		return nil, err
+	}
+	slot.Store(st)
+	return st, nil
+}
+
+// txStmt makes prepared statements tx's.
+func txStmt(ctx context.Context, tx *sql.Tx) func(*sql.Stmt) *sql.Stmt {
+	return func(st *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, st) }
+}
+
+// insertSQLite runs insert, for rows notifications, with the ids that come
+// next: in a transaction, or, when alone is set (the batch is one
+// statement and queues no jobs), as that statement alone, which SQLite
+// makes a transaction of its own without a BEGIN and a COMMIT to parse and
+// run. Should another connection to the file have added notifications after
+// the ids were read (a clash on an id), they are read again and the insert
+// runs once more.
+func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert func(q querier, in func(*sql.Stmt) *sql.Stmt, next int64) error) error {
 	ids := &s.notificationIDs
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		var next int64
-		err := s.tx(ctx, func(tx *sql.Tx) error {
-			if next = ids.next; next == 0 {
-				if err := tx.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(id) FROM notifications), 0),
+		next := ids.next
+		err := func() error {
+			if next == 0 {
+				if err := s.w.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(id) FROM notifications), 0),
 					COALESCE((SELECT CAST(value AS INTEGER) FROM settings WHERE key = ?), 0)) + 1`, settingPrunedThrough).Scan(&next); err != nil {
 					return err
 				}
 			}
-			return insert(tx, next)
-		})
+			if alone {
+				return insert(s.w, func(st *sql.Stmt) *sql.Stmt { return st }, next)
+			}
+			return s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, txStmt(ctx, tx), next) })
+		}()
 		if err == nil {
 			ids.next = next + int64(rows)
 			return nil
@@ -264,7 +291,7 @@ func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, annou
 // says it all: no RETURNING, which costs SQLite a temporary table for every
 // statement. Otherwise the ids that went in say which rows did; the others'
 // keys were stored before (or earlier in the batch): duplicates.
-func (s *Store) insertWithIDs(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, first int64, now time.Time, chunk []NewNotification, out []Stored) error {
+func (s *Store) insertWithIDs(ctx context.Context, q querier, insert *sql.Stmt, first int64, now time.Time, chunk []NewNotification, out []Stored) error {
 	res, err := insert.ExecContext(ctx, insertArgs(chunk, now, first)...)
 	if err != nil {
 		return err
@@ -275,7 +302,7 @@ func (s *Store) insertWithIDs(ctx context.Context, tx *sql.Tx, insert *sql.Stmt,
 	}
 	inserted := func(int64) bool { return true }
 	if n != int64(len(chunk)) {
-		ids, err := column[int64](tx.QueryContext(ctx, `SELECT id FROM notifications WHERE id >= ? AND id < ? ORDER BY id`, first, first+int64(len(chunk))))
+		ids, err := column[int64](q.QueryContext(ctx, `SELECT id FROM notifications WHERE id >= ? AND id < ? ORDER BY id`, first, first+int64(len(chunk))))
 		if err != nil {
 			return err
 		}
@@ -287,7 +314,7 @@ func (s *Store) insertWithIDs(ctx context.Context, tx *sql.Tx, insert *sql.Stmt,
 	for i, nn := range chunk {
 		id := first + int64(i)
 		if !inserted(id) {
-			existing, err := s.keyed(ctx, tx, nn.DedupeKey)
+			existing, err := s.keyed(ctx, q, nn.DedupeKey)
 			if err != nil {
 				return err
 			}
@@ -302,24 +329,25 @@ func (s *Store) insertWithIDs(ctx context.Context, tx *sql.Tx, insert *sql.Stmt,
 }
 
 // keyed returns the stored notification with dedupe key k.
-func (s *Store) keyed(ctx context.Context, tx *sql.Tx, k string) (*perch.Notification, error) {
-	return scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
+func (s *Store) keyed(ctx context.Context, q querier, k string) (*perch.Notification, error) {
+	return scanNotification(q.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
 }
 
 // insertArgs are the values of insertNotifications' rows; with first (on
 // SQLite, not 0), each row's id from first on.
 func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
 	args := make([]any, 0, 11*len(chunk))
+	created := any(ms(now)) // boxed once for every row
 	for i, nn := range chunk {
 		n := &nn.Notification
-		var key sql.NullString
+		var key any // NULL without a key
 		if nn.DedupeKey != "" {
-			key = sql.NullString{String: nn.DedupeKey, Valid: true}
+			key = nn.DedupeKey
 		}
 		if first != 0 {
 			args = append(args, first+int64(i))
 		}
-		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, ms(now), key)
+		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, created, key)
 	}
 	return args
 }
@@ -328,7 +356,7 @@ func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
 // fills out. Ids come in the order of the VALUES rows, so sorted they pair
 // off with the rows that were inserted: every row but those whose key was
 // stored before (or earlier in the same batch), which are duplicates.
-func (s *Store) insertReturning(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
+func (s *Store) insertReturning(ctx context.Context, q querier, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
 	rows, err := insert.QueryContext(ctx, insertArgs(chunk, now, 0)...)
 	if err != nil {
 		return err
@@ -358,7 +386,7 @@ func (s *Store) insertReturning(ctx context.Context, tx *sql.Tx, insert *sql.Stm
 	for i, nn := range chunk {
 		if k := nn.DedupeKey; k != "" {
 			if !inserted[k] {
-				existing, err := s.keyed(ctx, tx, k)
+				existing, err := s.keyed(ctx, q, k)
 				if err != nil {
 					return err
 				}

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,6 +54,10 @@ type Store struct {
 
 	rebound sync.Map // query with ? → query with $n, for PostgreSQL
 	stmts   sync.Map // stmtKey → *sql.Stmt, for the hot paths
+
+	// insertStmts are the notification inserts by row count (see
+	// insertStatement), which spares hashing their long text on every batch.
+	insertStmts [maxInsertRows + 1]atomic.Pointer[sql.Stmt]
 
 	ckpt *checkpointer // SQLite only
 	path string        // the SQLite file; "" on PostgreSQL
