@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,9 @@ type request struct {
 	reply chan reply
 }
 
+// requests keeps answered requests, with their reply channels, for reuse.
+var requests = sync.Pool{New: func() any { return &request{reply: make(chan reply, 1)} }}
+
 type reply struct {
 	stored []store.Stored
 	err    error
@@ -91,7 +95,8 @@ func (w *Writer) Write(ctx context.Context, batch ...store.NewNotification) ([]s
 	for i := range batch {
 		storable(&batch[i])
 	}
-	r := &request{batch: batch, reply: make(chan reply, 1)}
+	r := requests.Get().(*request)
+	r.batch = batch
 	// The queue is seldom full: try it before waiting on the caller's
 	// context as well, which would cost every request a channel.
 	select {
@@ -107,6 +112,8 @@ func (w *Writer) Write(ctx context.Context, batch ...store.NewNotification) ([]s
 	}
 	select {
 	case rep := <-r.reply:
+		r.batch = nil
+		requests.Put(r) // answered: Run is done with it
 		return rep.stored, rep.err
 	case <-w.done:
 		// Run answers everything it took before it returns; a request it did
@@ -193,8 +200,10 @@ gather:
 			r.reply <- reply{err: err}
 			continue
 		}
-		r.reply <- reply{stored: stored[i : i+len(r.batch)]}
-		i += len(r.batch)
+		// The reply hands r back to its caller, who may reuse it at once.
+		n := len(r.batch)
+		r.reply <- reply{stored: stored[i : i+n]}
+		i += n
 	}
 }
 
@@ -218,12 +227,13 @@ func (w *Writer) publish(stored []store.Stored) {
 		w.missed, w.brokenAt = false, time.Time{}
 		w.log.Info("fan-out is back; clients were told to catch up")
 	}
-	for _, s := range stored {
-		if s.Duplicate {
+	for i := range stored {
+		if stored[i].Duplicate {
 			continue
 		}
-		n := s.Notification
-		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: &n}); err != nil {
+		// Shared, not copied: nothing changes a stored notification.
+		n := &stored[i].Notification
+		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: n}); err != nil {
 			// Stored is what counts: clients catch up through ?since=.
 			w.log.Warn("publishing a notification failed; clients will catch up from the store", "id", n.ID, "err", err)
 			w.missed, w.brokenAt = true, time.Now()

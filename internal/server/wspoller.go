@@ -46,6 +46,13 @@ type wsPoller struct {
 	answered chan struct{} // by the loop, once it reads the knock
 	done     chan struct{} // closed by stop
 
+	// framing is the library connection frame writes through, over out.
+	framing struct {
+		sync.Mutex
+		conn *websocket.Conn
+		out  frameBuffer
+	}
+
 	mu      sync.Mutex
 	ready   []*socket // sockets with frames waiting, for the writers
 	wake    *sync.Cond
@@ -169,10 +176,21 @@ func fileConn(fd int) (net.Conn, error) {
 // a server's frames are not masked, so these bytes are the same for every
 // connection, and one notification is framed once for all its clients.
 func (p *wsPoller) frame(data []byte) []byte {
-	var b frameBuffer
-	websocket.NewServerConn(&p.upgrader, &b, "", false, false).WriteMessage(websocket.TextMessage, data)
-	return b.bytes
+	f := &p.framing
+	f.Lock()
+	defer f.Unlock()
+	if f.conn == nil {
+		f.conn = websocket.NewServerConn(&p.upgrader, &f.out, "", false, false)
+	}
+	f.out.bytes = make([]byte, 0, len(data)+wsMaxHeader)
+	f.conn.WriteMessage(websocket.TextMessage, data)
+	framed := f.out.bytes
+	f.out.bytes = nil
+	return framed
 }
+
+// wsMaxHeader is the longest header of a server's (unmasked) frame.
+const wsMaxHeader = 10
 
 // frameBuffer is the connection frame has the library write to.
 type frameBuffer struct {
