@@ -2,7 +2,9 @@
 # The events figures, in one run on this machine (loopback only, bounded):
 #  1. ingest throughput of POST /webhooks/inbound with one subscribed client,
 #     as a ratio to a trivial net/http handler under the same wrk load, at 32
-#     and 128 concurrent senders;
+#     and 128 concurrent senders; and the ingest floor: a bare server that
+#     parses and stores each delivery in the same SQLite table by group
+#     commit, and does nothing else;
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
 #  3. time for one org-scoped event to reach every one of many clients, and
 #     the floor: plain TCP from a server that does nothing else; and the
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 port=18181
 trivial_port=18281
+floor_port=18481
 dir=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -79,9 +82,16 @@ fi
 
 echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler; wrk -t2 -d${secs}s"
 conns=(32 128) # concurrent senders
-declare -A trivial perch
+declare -A trivial perch ingestfloor
+# The ingest floor (loadgen ingestfloor): parse, then store durably in the
+# same SQLite table by group commit, and nothing else; it shows how near the
+# embedded database lets any receiver come to the trivial handler here.
+"$dir/loadgen" ingestfloor -addr 127.0.0.1:$floor_port -db "$dir/floor.db" &
+pids+=($!)
+for _ in $(seq 50); do curl -sf -X POST -d '{"title":"up"}' "http://127.0.0.1:$floor_port/" >/dev/null && break; sleep 0.1; done
 for c in "${conns[@]}"; do
   trivial[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
+  ingestfloor[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$floor_port/" | awk '/Requests\/sec/ {print $2}')
 done
 "$dir/loadgen" hold -base "$base" -token "$token" -seconds $((${#conns[@]} * secs + 120)) &
 holder=$!
@@ -95,10 +105,12 @@ wait $holder
 metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $NF}')
 echo "accepted by the receiver: $accepted; group commit: $(awk "BEGIN {printf \"%.1f\", $(metric perch_ingest_notifications_total)/$(metric perch_ingest_transactions_total)}") notifications per transaction"
-declare -A share
+declare -A share floorshare offloor
 for c in "${conns[@]}"; do
   share[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${perch[$c]}/${trivial[$c]}}")
-  echo "-c$c: trivial handler ${trivial[$c]} req/s; perch ingest ${perch[$c]} req/s; ratio ${share[$c]}%"
+  floorshare[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${ingestfloor[$c]}/${trivial[$c]}}")
+  offloor[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${perch[$c]}/${ingestfloor[$c]}}")
+  echo "-c$c: trivial handler ${trivial[$c]} req/s; ingest floor ${ingestfloor[$c]} req/s (${floorshare[$c]}%); perch ingest ${perch[$c]} req/s; ratio ${share[$c]}% (${offloor[$c]}% of the floor)"
 done
 
 echo "== 5. workflows: ingest with ten enabled workflows on the organisation against none; wrk -t2 -c32 -d${secs}s each"
@@ -163,6 +175,9 @@ else
   fi
 fi
 ingest_ok=$([ "$(verdict "${share[32]}" ">=" 40)" = met ] && [ "$(verdict "${share[128]}" ">=" 40)" = met ] && echo met || echo "not met")
+if [ "$ingest_ok" != met ] && { [ "$(verdict "${floorshare[32]}" ">=" 40)" != met ] || [ "$(verdict "${floorshare[128]}" ">=" 40)" != met ]; }; then
+  ingest_ok="not met; the floor itself is below 40%"
+fi
 echo
 echo "== summary: the targets of issue 21, this run ($((SECONDS - started)) s)"
 row() { printf '%-52s | %-52s | %-32s | %s\n' "$1" "$2" "$3" "$4"; }
@@ -173,5 +188,6 @@ row "one org event to 10,000 clients / plain-TCP floor" "${multiple:-?}x (median
 row "ingest, share of the trivial handler" "${share[32]}% at 32 senders, ${share[128]}% at 128" ">= 40% at both" "$ingest_ok"
 row "POST-to-frame p99, 1,000 events/s, 1,000 clients" "${p99:-?} ms" "< 10 ms" "$(verdict "$p99" "<" 10)"
 [ -z "${note100k:-}" ] || echo "$note100k"
+echo "The ingest floor (parse and store in SQLite by group commit, nothing else): ${floorshare[32]}% of the trivial handler at 32 senders, ${floorshare[128]}% at 128; Perch is ${offloor[32]}% and ${offloor[128]}% of the floor."
 echo "The fan-out's WebSocket floor (a bare nbio server, the same clients): ${wsfloor:-?} ms, ${wsfloor_multiple:-?}x the plain-TCP floor; Perch is ${over_wsfloor:-?}x the WebSocket floor."
 

@@ -5,6 +5,7 @@
 // so do the fan-out floor's plain TCP clients (raw.go).
 //
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
+//	loadgen ingestfloor -addr 127.0.0.1:18481 -db /tmp/floor.db        the ingest floor: parse and store durably in SQLite, nothing else
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
@@ -36,14 +37,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|ingestfloor|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout [flags]")
 		os.Exit(2)
 	}
 	// nbio logs to stdout, which the script reads figures from and many's
 	// parts report on; only its errors are worth a line.
 	logging.SetLevel(logging.LevelError)
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	addr := fs.String("addr", "127.0.0.1:18281", "trivial, rawserve, wsserve: listen address")
+	addr := fs.String("addr", "127.0.0.1:18281", "trivial, ingestfloor, rawserve, wsserve: listen address")
 	base := fs.String("base", "http://127.0.0.1:18181", "Perch base URL")
 	token := fs.String("token", "", "API token the WebSocket clients sign in with")
 	webhook := fs.String("webhook", "", "inbound webhook token (org scope) to post with")
@@ -57,6 +58,7 @@ func main() {
 	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
+	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing)")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -65,6 +67,8 @@ func main() {
 		err = http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(`{"received":true}`))
 		}))
+	case "ingestfloor":
+		err = ingestFloor(*addr, *dbPath)
 	case "latency":
 		err = latency(*base, *clients, *rate, time.Duration(*seconds)*time.Second)
 	case "fanout":
