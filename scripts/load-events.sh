@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 port=18181
 trivial_port=18281
-floor_port=18481
+floor_port=18581
 dir=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -87,12 +87,14 @@ declare -A trivial perch ingestfloor
 # same SQLite table by group commit, and nothing else; it shows how near the
 # embedded database lets any receiver come to the trivial handler here.
 "$dir/loadgen" ingestfloor -addr 127.0.0.1:$floor_port -db "$dir/floor.db" &
-pids+=($!)
+floor_pid=$!
+pids+=($floor_pid)
 for _ in $(seq 50); do curl -sf -X POST -d '{"title":"up"}' "http://127.0.0.1:$floor_port/" >/dev/null && break; sleep 0.1; done
 for c in "${conns[@]}"; do
   trivial[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
   ingestfloor[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$floor_port/" | awk '/Requests\/sec/ {print $2}')
 done
+kill "$floor_pid" # done with it
 "$dir/loadgen" hold -base "$base" -token "$token" -seconds $((${#conns[@]} * secs + 120)) &
 holder=$!
 sleep 1
