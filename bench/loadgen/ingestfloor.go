@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/perch-dev/perch/internal/store"
 )
 
 // The ingest floor: the least a server can do for what Perch's receiver
@@ -21,27 +24,8 @@ import (
 // rest (no token, no limits, no workflows, no fan-out, no metrics, no
 // middleware). Deliveries are gathered into one multi-row insert by one
 // writer, as Perch's are, taking whatever is waiting and never waiting for
-// more. wrk against it shows how near the embedded database lets ingest come
+// more. The table is Perch's (its migrations make the file). wrk against it shows how near the embedded database lets ingest come
 // to the trivial handler on this machine.
-
-// floorSchema is the notifications table of Perch's SQLite migrations (as of
-// 00021) with its two indexes.
-const floorSchema = `
-CREATE TABLE IF NOT EXISTS notifications (
-    id         INTEGER PRIMARY KEY,
-    scope_type TEXT NOT NULL CHECK (scope_type IN ('user', 'team', 'org', 'all')),
-    scope_id   TEXT NOT NULL,
-    tab        TEXT NOT NULL,
-    title      TEXT NOT NULL,
-    message    TEXT NOT NULL,
-    severity   TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'error')),
-    source     TEXT NOT NULL,
-    url        TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    dedupe_key TEXT
-);
-CREATE INDEX IF NOT EXISTS notifications_scope ON notifications (scope_type, scope_id, id);
-CREATE UNIQUE INDEX IF NOT EXISTS notifications_dedupe ON notifications (dedupe_key) WHERE dedupe_key IS NOT NULL;`
 
 // floorMaxBatch bounds one insert, as Perch's statements are bounded.
 const floorMaxBatch = 64
@@ -61,14 +45,21 @@ func ingestFloor(addr, path string) error {
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
+	// The schema is Perch's own: its migrations make the file.
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	err = st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
+	st.Close()
+	if err != nil {
+		return fmt.Errorf("ingest floor schema: %w", err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return err
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(floorSchema); err != nil {
-		return fmt.Errorf("ingest floor schema: %w", err)
-	}
 	reqs := make(chan *floorRequest, 1024)
 	go floorWriter(db, reqs)
 	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
