@@ -24,8 +24,9 @@ import (
 // rest (no token, no limits, no workflows, no fan-out, no metrics, no
 // middleware). Deliveries are gathered into one multi-row insert by one
 // writer, as Perch's are, taking whatever is waiting and never waiting for
-// more. The table is Perch's (its migrations make the file). wrk against it shows how near the embedded database lets ingest come
-// to the trivial handler on this machine.
+// more. The table is Perch's (its migrations make the file). wrk against it
+// shows how near the embedded database lets ingest come to the trivial
+// handler on this machine.
 
 // floorMaxBatch bounds one insert, as Perch's statements are bounded.
 const floorMaxBatch = 64

@@ -139,34 +139,40 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		start += n
 	}
 	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
-	// insert runs the statements through q (a transaction, or on SQLite
-	// the writer itself when one statement is the whole batch), each
-	// statement made q's by in; on SQLite the rows take the ids from next
-	// on.
-	insert := func(q querier, in func(*sql.Stmt) *sql.Stmt, next int64) error {
+	// insert runs the statements in tx, or, with tx nil, on the writer
+	// itself (on SQLite, a batch of one statement and no jobs: see
+	// insertSQLite); on SQLite the rows take the ids from next on.
+	insert := func(tx *sql.Tx, next int64) error {
+		var q querier = s.w
+		if tx != nil {
+			q = tx
+		}
 		start := 0
 		for _, st := range stmts {
 			rows := s.statementRows(len(batch) - start)
 			chunk, into := batch[start:start+rows], out[start:start+rows]
+			if tx != nil {
+				st = tx.StmtContext(ctx, st)
+			}
 			var err error
 			if s.dialect == SQLite {
-				err = s.insertWithIDs(ctx, q, in(st), next, now, chunk, into)
+				err = s.insertWithIDs(ctx, q, st, next, now, chunk, into)
 				next += int64(rows)
 			} else {
-				err = s.insertReturning(ctx, q, in(st), now, chunk, into)
+				err = s.insertReturning(ctx, q, st, now, chunk, into)
 			}
 			if err != nil {
 				return err
 			}
 			start += rows
 		}
-		if hasJobs { // never alone (see insertSQLite): q is a transaction
-			return s.queueNotificationJobs(ctx, q.(*sql.Tx), batch, out, now)
+		if hasJobs {
+			return s.queueNotificationJobs(ctx, tx, batch, out, now)
 		}
 		return nil
 	}
 	if s.dialect == Postgres {
-		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, txStmt(ctx, tx), 0) }, func() {
+		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, 0) }, func() {
 			if announce != nil {
 				announce(out)
 			}
@@ -202,11 +208,6 @@ func (s *Store) insertStatement(ctx context.Context, rows int) (*sql.Stmt, error
 	return st, nil
 }
 
-// txStmt makes prepared statements tx's.
-func txStmt(ctx context.Context, tx *sql.Tx) func(*sql.Stmt) *sql.Stmt {
-	return func(st *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, st) }
-}
-
 // insertSQLite runs insert, for rows notifications, with the ids that come
 // next: in a transaction, or, when alone is set (the batch is one
 // statement and queues no jobs), as that statement alone, which SQLite
@@ -214,7 +215,7 @@ func txStmt(ctx context.Context, tx *sql.Tx) func(*sql.Stmt) *sql.Stmt {
 // run. Should another connection to the file have added notifications after
 // the ids were read (a clash on an id), they are read again and the insert
 // runs once more.
-func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert func(q querier, in func(*sql.Stmt) *sql.Stmt, next int64) error) error {
+func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert func(tx *sql.Tx, next int64) error) error {
 	ids := &s.notificationIDs
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
@@ -228,9 +229,9 @@ func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert f
 				}
 			}
 			if alone {
-				return insert(s.w, func(st *sql.Stmt) *sql.Stmt { return st }, next)
+				return insert(nil, next)
 			}
-			return s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, txStmt(ctx, tx), next) })
+			return s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, next) })
 		}()
 		if err == nil {
 			ids.next = next + int64(rows)
