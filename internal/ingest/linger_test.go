@@ -14,8 +14,10 @@ import (
 )
 
 // TestLingersOnlyUnderConcurrency drives the writer's lingering by hand: it
-// waits for more deliveries after a transaction that carried several, never
-// after one that carried a single delivery, and never longer than maxLinger.
+// waits for more deliveries only after it has seen several waiting at once,
+// until the transaction holds half that many, never longer than maxLinger;
+// a linger that runs out lowers what it waits for, and a lone delivery after
+// that never waits.
 func TestLingersOnlyUnderConcurrency(t *testing.T) {
 	s := storetest.New(t, store.SQLite)
 	w := New(s, fanout.NewLocal(), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -69,42 +71,49 @@ func TestLingersOnlyUnderConcurrency(t *testing.T) {
 		}
 	}
 
-	// Two deliveries waiting when the writer starts: one transaction, taken
+	notLingering := func() {
+		t.Helper()
+		select {
+		case d := <-lingering:
+			t.Fatalf("lingered %s", d)
+		default:
+		}
+	}
+
+	// Four deliveries waiting when the writer starts: one transaction, taken
 	// without lingering, since nothing yet says the load is concurrent.
-	a, b := write("a"), write("b")
+	first := []<-chan reply{write("a"), write("b"), write("c"), write("d")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	wait(a)
-	wait(b)
-	expect(1, 2)
+	for _, r := range first {
+		wait(r)
+	}
+	expect(1, 4)
+	notLingering()
 
-	// After that transaction the writer lingers, and what arrives meanwhile
-	// shares the next one.
-	c := write("c")
+	// Four were waiting at once, so the next transaction waits for two: the
+	// first delivery lingers, the second ends the linger without its timer.
+	e := write("e")
 	if d := lingered(); d <= 0 || d > maxLinger {
 		t.Fatalf("lingers for %s, want (0, %s]", d, maxLinger)
 	}
-	d := write("d")
+	f := write("f")
+	wait(e)
+	wait(f)
+	expect(2, 6)
+
+	// A lone delivery: the writer lingers once more, in vain; the linger
+	// running out shows the load is one sender now, and after that lone
+	// transaction the writer no longer waits.
+	g := write("g")
+	lingered()
 	taken()
 	stopLingering <- time.Now()
-	wait(c)
-	wait(d)
-	expect(2, 4)
-
-	// A lone delivery after two: the writer lingers once more, in vain; after
-	// that lone transaction it no longer does.
-	e := write("e")
-	lingered()
-	stopLingering <- time.Now()
-	wait(e)
-	expect(3, 5)
-	wait(write("f"))
-	expect(4, 6)
-	select {
-	case d := <-lingering:
-		t.Fatalf("lingered %s after a lone delivery", d)
-	default:
-	}
+	wait(g)
+	expect(3, 7)
+	wait(write("h"))
+	expect(4, 8)
+	notLingering()
 }

@@ -5,11 +5,13 @@
 // Concurrency thus costs fewer transactions, not more, and fan-out order is
 // commit order.
 //
-// Under concurrent load the writer also lingers a little before each
-// commit, for at most as long as the previous commit took: a transaction's
-// fixed cost (on SQLite, most of it) is then shared by the deliveries that
-// arrive meanwhile instead of being paid again for each handful. A lone
-// delivery after a lone delivery never waits.
+// Under concurrent load the writer also lingers a little before a commit
+// (at most maxLinger), until the transaction holds half as many deliveries
+// as were recently seen waiting at once: a transaction's fixed cost (on
+// SQLite, most of it) is then shared by a dozen deliveries instead of a
+// handful, while the other half are being received, so that receiving and
+// committing still overlap. A delivery that finds no concurrency never
+// waits.
 package ingest
 
 import (
@@ -49,11 +51,18 @@ type Writer struct {
 	transactions, notifications atomic.Int64
 
 	// Owned by the Run goroutine.
-	missed     bool          // a publish failed: clients must catch up
-	brokenAt   time.Time     // when publishing last failed
-	lastReqs   int           // deliveries in the previous transaction
-	lastCommit time.Duration // how long the previous transaction took
+	missed   bool      // a publish failed: clients must catch up
+	brokenAt time.Time // when publishing last failed
+	// concurrency is the most deliveries recently seen waiting on the
+	// writer at once (in a transaction and queued behind it as it ended,
+	// before they are answered); it holds for
+	// concurrencyWindow transactions, or until a linger finds fewer.
+	concurrency, concurrencyAge int
 }
+
+// concurrencyWindow is how many transactions a peak of concurrency is
+// remembered for without being seen again.
+const concurrencyWindow = 64
 
 // Publishing limits: one attempt may take publishTimeout; after a failure,
 // batches go unpublished for publishPause (they are stored; clients catch up).
@@ -148,37 +157,43 @@ func (w *Writer) Run(ctx context.Context) {
 }
 
 // commit writes first and every request waiting behind it, up to MaxBatch
-// notifications, in one transaction. When the previous transaction carried
-// several deliveries, more are surely on their way, and it waits for them
-// for as long as that transaction took (at most maxLinger).
+// notifications, in one transaction. When fewer than half the recent
+// concurrency are waiting, it lingers for more (at most maxLinger): with
+// 32 senders, say, one transaction of 16 commits while the other 16
+// deliveries are being received, instead of transactions of a few each.
+// Lingering for all of them would leave the receivers idle while the
+// writer commits, and lingering when nothing else is coming (one sender)
+// would only add latency; half does neither.
 func (w *Writer) commit(first *request) {
 	reqs := []*request{first}
 	n := len(first.batch)
+	target := (w.concurrency + 1) / 2
 	var linger <-chan time.Time
-	if w.lastReqs > 1 {
-		linger = w.after(min(w.lastCommit, maxLinger))
-	}
+	timedOut := false
 gather:
 	for n < MaxBatch {
-		var r *request
 		select {
-		case r = <-w.reqs:
+		case r := <-w.reqs: // what is waiting already costs no wait
+			reqs = append(reqs, r)
+			n += len(r.batch)
+			continue
 		default:
-			if linger == nil {
-				break gather
-			}
-			select {
-			case r = <-w.reqs:
-			case <-linger:
-				break gather
-			}
 		}
-		reqs = append(reqs, r)
-		n += len(r.batch)
+		if len(reqs) >= target {
+			break
+		}
+		if linger == nil {
+			linger = w.after(maxLinger)
+		}
+		select {
+		case r := <-w.reqs:
+			reqs = append(reqs, r)
+			n += len(r.batch)
+		case <-linger:
+			timedOut = true
+			break gather
+		}
 	}
-	w.lastReqs = len(reqs)
-	began := time.Now()
-	defer func() { w.lastCommit = time.Since(began) }()
 	all := make([]store.NewNotification, 0, n)
 	for _, r := range reqs {
 		all = append(all, r.batch...)
@@ -194,6 +209,7 @@ gather:
 		w.transactions.Add(1)
 		w.notifications.Add(int64(len(all)))
 	}
+	w.observe(len(reqs)+len(w.reqs), timedOut)
 	i := 0
 	for _, r := range reqs {
 		if err != nil {
@@ -204,6 +220,16 @@ gather:
 		n := len(r.batch)
 		r.reply <- reply{stored: stored[i : i+n]}
 		i += n
+	}
+}
+
+// observe records how many deliveries were waiting on the writer at once as
+// a transaction ended: those in it and those queued behind it. A linger that ran out found the load lower than the
+// peak remembered: what it saw replaces that peak at once.
+func (w *Writer) observe(waiting int, timedOut bool) {
+	w.concurrencyAge++
+	if waiting >= w.concurrency || timedOut || w.concurrencyAge >= concurrencyWindow {
+		w.concurrency, w.concurrencyAge = waiting, 0
 	}
 }
 
