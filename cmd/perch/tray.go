@@ -250,13 +250,15 @@ func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) 
 		a.apply(a.model.Ready(e.Gap))
 		// The replay brings what is new; the menu also wants what came
 		// before, and the read state of it, which may have changed while
-		// the tray was away.
+		// the tray was away. What is stored after the ready (e.LastID) may
+		// be on the page already but is left to its frame, which raises it.
+		upTo := e.LastID
 		a.spawn(ctx, func(ctx context.Context) {
 			page, err := c.Notifications(ctx, "", trayui.DefaultLimits.Total)
 			if err != nil || ctx.Err() != nil {
 				return // the next Ready tries again
 			}
-			a.apply(a.model.Merge(page, a.store.LastID(a.server, trayConsumer)))
+			a.apply(a.model.Merge(page, upTo))
 		})
 	case client.EventRead:
 		if a.model.ApplyRead(e.ReadIDs) {

@@ -100,6 +100,43 @@ func readOnServer(t *testing.T, u *testUser, id string) bool {
 	return false
 }
 
+// TestTrayRaisesWhatIsStoredAfterReady: a notification stored after the
+// subscription's ready, whose frame has not reached the tray yet, is already
+// in the history page the tray fetches on ready. The page must leave it to
+// its frame, which raises it; taken from the page, it would never be raised.
+func TestTrayRaisesWhatIsStoredAfterReady(t *testing.T) {
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	dir := t.TempDir()
+	u.signInTo(t, dir, base)
+	c, _, _ := testCLI(t, dir, nil)
+	st, err := creds.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newTrayApp(t.Context(), c, st, base, nil)
+	d := &fakeDesktop{clicks: make(chan uint32)}
+	app.notifier = d
+
+	// The subscription is ready with nothing to resume from ("0": the user
+	// had no notification), and only then is one stored.
+	app.handle(t.Context(), u.api, client.Event{Type: client.EventConnected})
+	id := u.send(t, client.InboundEvent{Tab: "Incidents", Title: "Database down", Severity: perch.SeverityError})
+	app.handle(t.Context(), u.api, client.Event{Type: client.EventReady, LastID: "0"})
+	app.work.Wait() // the history page is merged
+	list, err := u.api.Notifications(t.Context(), "", 50)
+	if err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("history %v, %v", list, err)
+	}
+	app.handle(t.Context(), u.api, client.Event{Type: client.EventNotification, Notification: list[0]})
+	if got := d.messages(); len(got) != 1 || got[0].Summary != "Database down" {
+		t.Fatalf("raised %+v, want the notification once", got)
+	}
+	if v := app.model.View(); v.Unread != 1 {
+		t.Errorf("unread %d, want 1", v.Unread)
+	}
+}
+
 func TestTrayFollowsTheServer(t *testing.T) {
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
