@@ -55,8 +55,8 @@ type Writer struct {
 	brokenAt time.Time // when publishing last failed
 	// concurrency is the most deliveries recently seen waiting on the
 	// writer at once (in a transaction and queued behind it as it ended,
-	// before they are answered); it holds for
-	// concurrencyWindow transactions, or until a linger finds fewer.
+	// before they are answered); it holds for concurrencyWindow
+	// transactions, or until a linger finds fewer.
 	concurrency, concurrencyAge int
 }
 
@@ -172,27 +172,25 @@ func (w *Writer) commit(first *request) {
 	timedOut := false
 gather:
 	for n < MaxBatch {
+		var r *request
 		select {
-		case r := <-w.reqs: // what is waiting already costs no wait
-			reqs = append(reqs, r)
-			n += len(r.batch)
-			continue
+		case r = <-w.reqs: // what is waiting already costs no wait
 		default:
+			if len(reqs) >= target {
+				break gather
+			}
+			if linger == nil {
+				linger = w.after(maxLinger)
+			}
+			select {
+			case r = <-w.reqs:
+			case <-linger:
+				timedOut = true
+				break gather
+			}
 		}
-		if len(reqs) >= target {
-			break
-		}
-		if linger == nil {
-			linger = w.after(maxLinger)
-		}
-		select {
-		case r := <-w.reqs:
-			reqs = append(reqs, r)
-			n += len(r.batch)
-		case <-linger:
-			timedOut = true
-			break gather
-		}
+		reqs = append(reqs, r)
+		n += len(r.batch)
 	}
 	all := make([]store.NewNotification, 0, n)
 	for _, r := range reqs {
