@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -50,7 +51,7 @@ func inline(f func()) { f() }
 type wsClients struct {
 	engine  *nbhttp.Engine
 	options *websocket.Options
-	onFrame func(title string, at time.Time) // nil: notifications are not looked at
+	onFrame func(frame []byte, at time.Time) // nil: notifications are not looked at
 
 	connected  atomic.Int64 // clients whose ready frame arrived
 	pinged     atomic.Int64 // clients that received at least one ping
@@ -67,7 +68,7 @@ type wsClient struct {
 	pinged bool
 }
 
-func newWSClients(onFrame func(title string, at time.Time)) (*wsClients, error) {
+func newWSClients(onFrame func(frame []byte, at time.Time)) (*wsClients, error) {
 	engine := nbhttp.NewEngine(nbhttp.Config{
 		NPoller:        pollers(),
 		ServerExecutor: inline,
@@ -123,10 +124,8 @@ func (ws *wsClients) message(c *websocket.Conn, _ websocket.MessageType, data []
 		close(cl.ready)
 		return
 	}
-	if ws.onFrame != nil {
-		if title, ok := titleOf(data); ok {
-			ws.onFrame(title, at)
-		}
+	if ws.onFrame != nil && bytes.HasPrefix(data, []byte(`{"type":"notification"`)) {
+		ws.onFrame(data, at)
 	}
 }
 
