@@ -222,8 +222,9 @@ gather:
 }
 
 // observe records how many deliveries were waiting on the writer at once as
-// a transaction ended: those in it and those queued behind it. A linger that ran out found the load lower than the
-// peak remembered: what it saw replaces that peak at once.
+// a transaction ended: those in it and those queued behind it. A linger
+// that ran out found the load lower than the peak remembered: what it saw
+// replaces that peak at once.
 func (w *Writer) observe(waiting int, timedOut bool) {
 	w.concurrencyAge++
 	if waiting >= w.concurrency || timedOut || w.concurrencyAge >= concurrencyWindow {
