@@ -58,17 +58,24 @@ func decodeObject(body []byte, v any) error {
 	if len(b) == 0 {
 		return badRequest("The body is empty; a JSON object is required.")
 	}
-	if !json.Valid(b) {
-		return badRequest("The body is not valid JSON.")
-	}
 	if b[0] != '{' {
+		if !json.Valid(b) {
+			return notJSON()
+		}
 		return badRequest("The body must be a JSON object.")
 	}
+	// Unmarshal checks that the whole body is valid JSON before it decodes
+	// any of it: a scan of our own would only repeat that.
 	if err := json.Unmarshal(b, v); err != nil {
+		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+			return notJSON()
+		}
 		return shapeError(err, "")
 	}
 	return nil
 }
+
+func notJSON() error { return badRequest("The body is not valid JSON.") }
 
 // shapeError explains a failure to decode valid JSON into the member at path
 // ("" for the body): a member of the wrong type, named by its full path.
