@@ -51,8 +51,10 @@ type Writer struct {
 	transactions, notifications atomic.Int64
 
 	// Owned by the Run goroutine.
-	missed   bool      // a publish failed: clients must catch up
-	brokenAt time.Time // when publishing last failed
+	gathered []*request              // commit's requests, kept for the next commit
+	batch    []store.NewNotification // their notifications, likewise
+	missed   bool                    // a publish failed: clients must catch up
+	brokenAt time.Time               // when publishing last failed
 	// concurrency is the most deliveries recently seen waiting on the
 	// writer at once (in a transaction and queued behind it as it ended,
 	// before they are answered); it holds for concurrencyWindow
@@ -165,7 +167,7 @@ func (w *Writer) Run(ctx context.Context) {
 // writer commits, and lingering when nothing else is coming (one sender)
 // would only add latency; half does neither.
 func (w *Writer) commit(first *request) {
-	reqs := []*request{first}
+	reqs := append(w.gathered[:0], first)
 	n := len(first.batch)
 	target := (w.concurrency + 1) / 2
 	var linger <-chan time.Time
@@ -192,10 +194,13 @@ gather:
 		reqs = append(reqs, r)
 		n += len(r.batch)
 	}
-	all := make([]store.NewNotification, 0, n)
+	all := w.batch[:0]
 	for _, r := range reqs {
 		all = append(all, r.batch...)
 	}
+	// Both are kept for the next commit, emptied so that they hold on to
+	// nothing: the store copies what it returns.
+	defer func() { w.gathered, w.batch = clearAll(reqs), clearAll(all) }()
 	// The transaction must not die with one caller's request: the context
 	// of a writer is its own. Publishing happens inside InsertNotifications,
 	// in commit order across every instance (see store.InsertNotifications);
@@ -291,4 +296,10 @@ func storable(nn *store.NewNotification) {
 		sum := sha256.Sum256([]byte(nn.DedupeKey))
 		nn.DedupeKey = "sha256:" + hex.EncodeToString(sum[:])
 	}
+}
+
+// clearAll zeroes s and returns it empty, its capacity kept.
+func clearAll[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
