@@ -293,7 +293,9 @@ func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, annou
 // statement. Otherwise the ids that went in say which rows did; the others'
 // keys were stored before (or earlier in the batch): duplicates.
 func (s *Store) insertWithIDs(ctx context.Context, q querier, insert *sql.Stmt, first int64, now time.Time, chunk []NewNotification, out []Stored) error {
-	res, err := insert.ExecContext(ctx, insertArgs(chunk, now, first)...)
+	args := insertArgs(chunk, now, first)
+	res, err := insert.ExecContext(ctx, *args...)
+	args.release()
 	if err != nil {
 		return err
 	}
@@ -334,10 +336,25 @@ func (s *Store) keyed(ctx context.Context, q querier, k string) (*perch.Notifica
 	return scanNotification(q.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, FALSE FROM notifications n WHERE n.dedupe_key = ?`), k))
 }
 
+// rowArgs are a statement's arguments, kept for the next statement once
+// it has run: an insert of a dozen rows takes over a hundred.
+type rowArgs []any
+
+var rowArgsPool = sync.Pool{New: func() any { return new(rowArgs) }}
+
+// release empties a and hands it back for reuse.
+func (a *rowArgs) release() {
+	clear(*a)
+	*a = (*a)[:0]
+	rowArgsPool.Put(a)
+}
+
 // insertArgs are the values of insertNotifications' rows; with first (on
-// SQLite, not 0), each row's id from first on.
-func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
-	args := make([]any, 0, 11*len(chunk))
+// SQLite, not 0), each row's id from first on. Release them once the
+// statement has run.
+func insertArgs(chunk []NewNotification, now time.Time, first int64) *rowArgs {
+	a := rowArgsPool.Get().(*rowArgs)
+	args := slices.Grow(*a, 11*len(chunk))
 	created := any(ms(now)) // boxed once for every row
 	for i, nn := range chunk {
 		n := &nn.Notification
@@ -350,7 +367,8 @@ func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
 		}
 		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, created, key)
 	}
-	return args
+	*a = args
+	return a
 }
 
 // insertReturning inserts one statement's worth of rows on PostgreSQL and
@@ -358,7 +376,9 @@ func insertArgs(chunk []NewNotification, now time.Time, first int64) []any {
 // off with the rows that were inserted: every row but those whose key was
 // stored before (or earlier in the same batch), which are duplicates.
 func (s *Store) insertReturning(ctx context.Context, q querier, insert *sql.Stmt, now time.Time, chunk []NewNotification, out []Stored) error {
-	rows, err := insert.QueryContext(ctx, insertArgs(chunk, now, 0)...)
+	args := insertArgs(chunk, now, 0)
+	rows, err := insert.QueryContext(ctx, *args...)
+	args.release() // the query has sent them
 	if err != nil {
 		return err
 	}
