@@ -5,7 +5,8 @@
 #     as a ratio to a trivial net/http handler under the same wrk load, at 32
 #     and 128 concurrent senders; and the ingest floor: a bare server that
 #     parses and stores each delivery in the same SQLite table by group
-#     commit, and does nothing else;
+#     commit, and does nothing else; three rounds, each running the three
+#     in turn, and the medians of the rounds' ratios;
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
 #  3. time for one org-scoped event to reach every one of many clients, and
 #     the floor: plain TCP from a server that does nothing else; and the
@@ -81,9 +82,10 @@ if [ -n "${many_rss:-}" ] && [ "$many" -lt 100000 ] && [ -n "$marginal" ]; then
   echo "projection to 100,000 (not measured: this machine's open-file limit is $limit per process, hard, so one server cannot hold 100,000 sockets): $many_rss MiB + $((100000 - many_open)) more connections at section 4's $marginal KiB = $projected MiB"
 fi
 
-echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler; wrk -t2 -d${secs}s"
+rounds=3 # section 1's: its figures are medians over these
+echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler and the ingest floor; $rounds rounds, each wrk -t2 -d${secs}s against the three in turn; medians"
 conns=(32 128) # concurrent senders
-declare -A trivial perch ingestfloor
+declare -A trivial perch ingestfloor share floorshare offloor
 # The ingest floor (loadgen ingestfloor): parse, then store durably in the
 # same SQLite table by group commit, and nothing else; it shows how near the
 # embedded database lets any receiver come to the trivial handler here.
@@ -91,29 +93,43 @@ declare -A trivial perch ingestfloor
 floor_pid=$!
 pids+=($floor_pid)
 for _ in $(seq 50); do curl -sf -X POST -d '{"title":"up"}' "http://127.0.0.1:$floor_port/" >/dev/null && break; sleep 0.1; done
-for c in "${conns[@]}"; do
-  trivial[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$trivial_port/" | awk '/Requests\/sec/ {print $2}')
-  ingestfloor[$c]=$(wrk -t2 -c"$c" -d"${secs}s" -s "$dir/post.lua" "http://127.0.0.1:$floor_port/" | awk '/Requests\/sec/ {print $2}')
-done
-kill "$floor_pid" # done with it
-"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((${#conns[@]} * secs + 120)) &
+# The subscribed client waits out the other two servers' runs between
+# Perch's, and stops once as long has passed after the last.
+"$dir/loadgen" hold -base "$base" -token "$token" -seconds $((rounds * ${#conns[@]} * 3 * secs + 120)) -quiet $((2 * secs + 5))s &
 holder=$!
 sleep 1
-for c in "${conns[@]}"; do
-  out=$(wrk -t2 -c"$c" -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhooks/inbound?token=$webhook")
-  perch[$c]=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-  echo "-c$c:"; echo "$out" | grep -E 'Non-2xx|^ +50%|^ +99%' || true
+rps() { wrk -t2 -c"$1" -d"${secs}s" -s "$dir/post.lua" "$2" | awk '/Requests\/sec/ {print $2}'; }
+ratio() { awk "BEGIN {printf \"%.1f\", 100*$1/$2}"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+# Each round measures the three one after another, so that a round's
+# ratios compare runs minutes apart at most on this shared machine; the
+# figures are the medians of the rounds' ratios.
+declare -A shares floorshares offloors trivials perchs floors
+for r in $(seq "$rounds"); do
+  for c in "${conns[@]}"; do
+    t=$(rps "$c" "http://127.0.0.1:$trivial_port/")
+    f=$(rps "$c" "http://127.0.0.1:$floor_port/")
+    out=$(wrk -t2 -c"$c" -d"${secs}s" --latency -s "$dir/post.lua" "$base/webhooks/inbound?token=$webhook")
+    p=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    trivials[$c]+=" $t" floors[$c]+=" $f" perchs[$c]+=" $p"
+    shares[$c]+=" $(ratio "$p" "$t")" floorshares[$c]+=" $(ratio "$f" "$t")" offloors[$c]+=" $(ratio "$p" "$f")"
+    echo "round $r, -c$c: trivial handler $t req/s, ingest floor $f, perch $p ($(ratio "$p" "$t")%);" \
+      "perch's latency p50 $(echo "$out" | awk '$1 == "50%" {print $2}'), p99 $(echo "$out" | awk '$1 == "99%" {print $2}')" \
+      "$(echo "$out" | grep -E 'Non-2xx' || true)"
+  done
 done
+kill "$floor_pid" # done with it
 wait $holder || echo "section 1: the subscribed client failed (its error is above)"
 metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 accepted=$(curl -s "$base/metrics" | awk '/perch_http_requests_total.*route="POST \/webhooks\/inbound",status="200"/ {print $NF}')
 echo "accepted by the receiver: $accepted; group commit: $(awk "BEGIN {printf \"%.1f\", $(metric perch_ingest_notifications_total)/$(metric perch_ingest_transactions_total)}") notifications per transaction"
-declare -A share floorshare offloor
 for c in "${conns[@]}"; do
-  share[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${perch[$c]}/${trivial[$c]}}")
-  floorshare[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${ingestfloor[$c]}/${trivial[$c]}}")
-  offloor[$c]=$(awk "BEGIN {printf \"%.1f\", 100*${perch[$c]}/${ingestfloor[$c]}}")
-  echo "-c$c: trivial handler ${trivial[$c]} req/s; ingest floor ${ingestfloor[$c]} req/s (${floorshare[$c]}%); perch ingest ${perch[$c]} req/s; ratio ${share[$c]}% (${offloor[$c]}% of the floor)"
+  # shellcheck disable=SC2086 # the lists are space-separated numbers
+  {
+    trivial[$c]=$(median ${trivials[$c]}) ingestfloor[$c]=$(median ${floors[$c]}) perch[$c]=$(median ${perchs[$c]})
+    share[$c]=$(median ${shares[$c]}) floorshare[$c]=$(median ${floorshares[$c]}) offloor[$c]=$(median ${offloors[$c]})
+  }
+  echo "-c$c, medians of $rounds rounds: trivial handler ${trivial[$c]} req/s; ingest floor ${ingestfloor[$c]} req/s (${floorshare[$c]}%); perch ingest ${perch[$c]} req/s; ratio ${share[$c]}% (${offloor[$c]}% of the floor); the rounds' ratios:${shares[$c]}"
 done
 
 echo "== 5. workflows: ingest with ten enabled workflows on the organisation against none; wrk -t2 -c32 -d${secs}s each"

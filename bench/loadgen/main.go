@@ -10,7 +10,7 @@
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
 //	loadgen many    -base URL -token pat_ -clients 19400 -pid PID      idle clients from 127.0.0.2, .3, ...: are they all pinged, and the server's RSS
-//	loadgen hold    -base URL -token pat_ -seconds 12                listen as a real client (with resume), then count what arrived
+//	loadgen hold    -base URL -token pat_ -seconds 12 -quiet 3s      listen as a real client, then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
 package main
@@ -57,6 +57,7 @@ func main() {
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
 	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing)")
+	quiet := fs.Duration("quiet", 3*time.Second, "hold: stop once no notification came for this long (after the first)")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -78,7 +79,7 @@ func main() {
 	case "many-part": // one process of many's; many starts them
 		err = manyPart(*base, *token, *clients, *first, *perAddr, *pingWait)
 	case "hold":
-		err = hold(*base, *token, time.Duration(*seconds)*time.Second)
+		err = hold(*base, *token, time.Duration(*seconds)*time.Second, *quiet)
 	case "rawserve":
 		err = rawServe(*addr, *control)
 	case "rawfanout":
@@ -325,7 +326,7 @@ func spread(ts []time.Duration) string {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // hold keeps one client subscribed to the organisation's events until
-// nothing has arrived for three seconds after the load, or until d, and
+// nothing has arrived for quietFor after the load, or until d, and
 // reports what arrived: every notification once and in order, on one
 // connection. The server does all it does for a subscribed client (the
 // frame, the fan-out, the writes); the client reads as the fan-out
@@ -334,7 +335,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // desktop, takes as little as it can of the machine the server is measured
 // on. The client package's full decoding took about 6 µs a notification
 // here, a tenth of the machine at the ingest section's rates.
-func hold(base, token string, d time.Duration) error {
+func hold(base, token string, d, quietFor time.Duration) error {
 	var mu sync.Mutex
 	var got, disorder int
 	var newest uint64 // ids arrive in increasing order; one that does not is a repeat
@@ -365,7 +366,7 @@ func hold(base, token string, d time.Duration) error {
 			break
 		}
 		mu.Lock()
-		quiet := got > 0 && time.Since(last) > 3*time.Second
+		quiet := got > 0 && time.Since(last) > quietFor
 		mu.Unlock()
 		if quiet {
 			break
