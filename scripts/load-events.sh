@@ -162,7 +162,7 @@ echo "== 3. fan-out: one org event to 10,000 clients; then the floors, plain TCP
 # Like section 1's, each round times the three one after another, so that
 # its ratios compare runs a minute apart at most; the floors' servers start
 # afresh each round, with none of the last round's clients.
-declare -a fans floors wsfloors multiples wsfloor_multiples over_wsfloors
+declare -a fan_ms floor_ms wsfloor_ms multiples wsfloor_multiples over_wsfloors
 times() { awk "BEGIN {printf \"%.2f\", $1 / $2}"; }
 for r in $(seq "$rounds"); do
   "$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9 | tee "$dir/fanout.out" || echo "section 3 failed"
@@ -182,15 +182,15 @@ for r in $(seq "$rounds"); do
   fl=$(figure floor.out 's/^floor,.*median \([0-9.]*\) ms.*/\1/p')
   w=$(figure wsfloor.out 's/^WebSocket floor,.*median \([0-9.]*\) ms.*/\1/p')
   if [ -n "$f" ] && [ -n "$fl" ] && [ -n "$w" ]; then
-    fans+=("$f") floors+=("$fl") wsfloors+=("$w")
+    fan_ms+=("$f") floor_ms+=("$fl") wsfloor_ms+=("$w")
     multiples+=("$(times "$f" "$fl")") wsfloor_multiples+=("$(times "$w" "$fl")") over_wsfloors+=("$(times "$f" "$w")")
     echo "round $r: ${multiples[-1]}x the plain-TCP floor (Perch $f ms, the floor $fl ms); the WebSocket floor $w ms, ${wsfloor_multiples[-1]}x"
   fi
 done
 kill "$server"
 fan= floor= wsfloor= multiple= wsfloor_multiple= over_wsfloor=
-if [ "${#fans[@]}" -gt 0 ]; then
-  fan=$(median "${fans[@]}") floor=$(median "${floors[@]}") wsfloor=$(median "${wsfloors[@]}")
+if [ "${#fan_ms[@]}" -gt 0 ]; then
+  fan=$(median "${fan_ms[@]}") floor=$(median "${floor_ms[@]}") wsfloor=$(median "${wsfloor_ms[@]}")
   multiple=$(median "${multiples[@]}") wsfloor_multiple=$(median "${wsfloor_multiples[@]}") over_wsfloor=$(median "${over_wsfloors[@]}")
 fi
 
