@@ -163,7 +163,7 @@ echo "== 3. fan-out: one org event to 10,000 clients; then the floors, plain TCP
 # its ratios compare runs a minute apart at most; the floors' servers start
 # afresh each round, with none of the last round's clients.
 declare -a fan_ms floor_ms wsfloor_ms multiples wsfloor_multiples over_wsfloors
-times() { awk "BEGIN {printf \"%.2f\", $1 / $2}"; }
+multiple_of() { awk "BEGIN {printf \"%.2f\", $1 / $2}"; }
 for r in $(seq "$rounds"); do
   "$dir/loadgen" fanout -base "$base" -token "$token" -webhook "$webhook" -clients 10000 -rounds 9 | tee "$dir/fanout.out" || echo "section 3 failed"
   "$dir/loadgen" rawserve -addr 127.0.0.1:18381 -control 127.0.0.1:18382 &
@@ -183,7 +183,7 @@ for r in $(seq "$rounds"); do
   w=$(figure wsfloor.out 's/^WebSocket floor,.*median \([0-9.]*\) ms.*/\1/p')
   if [ -n "$f" ] && [ -n "$fl" ] && [ -n "$w" ]; then
     fan_ms+=("$f") floor_ms+=("$fl") wsfloor_ms+=("$w")
-    multiples+=("$(times "$f" "$fl")") wsfloor_multiples+=("$(times "$w" "$fl")") over_wsfloors+=("$(times "$f" "$w")")
+    multiples+=("$(multiple_of "$f" "$fl")") wsfloor_multiples+=("$(multiple_of "$w" "$fl")") over_wsfloors+=("$(multiple_of "$f" "$w")")
     echo "round $r: ${multiples[-1]}x the plain-TCP floor (Perch $f ms, the floor $fl ms); the WebSocket floor $w ms, ${wsfloor_multiples[-1]}x"
   fi
 done
