@@ -271,16 +271,8 @@ func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, annou
 			}
 		}
 	}()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := insert(tx); err != nil {
-		tx.Rollback()
+	if err := inTx(ctx, conn, insert); err != nil {
 		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
 	}
 	announce()
 	return nil

@@ -270,7 +270,15 @@ type querier interface {
 
 // tx runs fn in a write transaction, committing when it returns nil.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	return inTx(ctx, s.w, fn)
+}
+
+// inTx runs fn in a transaction begun on db (the pool, or one connection
+// of it), committing when fn returns nil and rolling back otherwise.
+func inTx(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
