@@ -66,7 +66,7 @@ LUA
 # when the section failed.
 figure() { sed -n "$2" "$dir/$1" 2>/dev/null | head -1; }
 
-echo "== 4. memory per idle connection (measured first, on the fresh server): 2,000 clients, then what 5,000 more cost, read after every client's first ping"
+echo "== 4. memory per idle connection (measured first, on the fresh server): 2,000 clients, then what 5,000 more cost, each read after every client's first ping and the server's next garbage collection (at most 2 minutes on an idle server)"
 "$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server" | tee "$dir/idle.out" || echo "section 4 failed"
 marginal=$(figure idle.out 's/.*: \(-\{0,1\}[0-9.]*\) KiB per connection .*/\1/p')
 

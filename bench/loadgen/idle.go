@@ -26,6 +26,14 @@ import (
 // Go heap and goroutine stacks in use, from the server's own metrics.
 // Reading after the first ping counts what a ping leaves behind (a pong
 // table, a timer).
+//
+// Each reading waits for a garbage collection that began after the clients
+// were connected and pinged: an idle server has one at least every two
+// minutes (the runtime forces one), and the resident memory it then settles
+// at is what the connections hold. Read at any other moment, RSS also holds
+// the garbage made by connecting them, as much as the collector's heap goal
+// allows, and two readings taken at different points of the collector's
+// cycle differ by up to that goal, whatever the connections cost.
 func idle(base, token string, n, warm, pid int, pingWait time.Duration) error {
 	if pid == 0 {
 		return fmt.Errorf("-pid is required")
@@ -46,9 +54,25 @@ func idle(base, token string, n, warm, pid int, pingWait time.Duration) error {
 		if !ws.waitPinged(pingWait) {
 			return reading{}, fmt.Errorf("%d of %d clients pinged within %s", ws.openPinged.Load(), ws.open.Load(), pingWait)
 		}
+		gcs, err := collections(base)
+		if err != nil {
+			return reading{}, err
+		}
+		for start := time.Now(); ; {
+			time.Sleep(2 * time.Second)
+			now, err := collections(base)
+			if err != nil {
+				return reading{}, err
+			}
+			if now > gcs {
+				break
+			}
+			if time.Since(start) > gcWait {
+				return reading{}, fmt.Errorf("no garbage collection in the server within %s", gcWait)
+			}
+		}
 		// Settled: no change of more than 1% over 3 s, or 60 s at most.
 		var r reading
-		var err error
 		for prev, start := int64(0), time.Now(); time.Since(start) < time.Minute; prev = r.rss {
 			time.Sleep(3 * time.Second)
 			if r.rss, err = rss(pid); err != nil {
@@ -241,34 +265,52 @@ func (p *manyProcess) stop() {
 	p.cmd.Wait()
 }
 
+// gcWait is how long idle waits for the server's next garbage collection:
+// the runtime forces one when two minutes have passed without.
+const gcWait = 150 * time.Second
+
+// collections reads how many garbage collections the server has completed,
+// from its /metrics.
+func collections(base string) (float64, error) {
+	f, err := metrics(base, "go_gc_duration_seconds_count")
+	return f["go_gc_duration_seconds_count"], err
+}
+
 // goMemoryInUse reads the server's heap and goroutine stack bytes in use
 // from its /metrics.
 func goMemoryInUse(base string) (heap, stacks float64, err error) {
+	f, err := metrics(base, "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
+	return f["go_memstats_heap_inuse_bytes"], f["go_memstats_stack_inuse_bytes"], err
+}
+
+// metrics reads the named figures from the server's /metrics; every one
+// must be there.
+func metrics(base string, names ...string) (map[string]float64, error) {
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	found := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
-		for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
+		for _, name := range names {
 			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
-					return 0, 0, err
+					return nil, err
 				}
 				found[name] = f
 			}
 		}
 	}
-	if len(found) != 2 {
-		return 0, 0, fmt.Errorf("/metrics has no go_memstats heap and stack figures")
+	if len(found) != len(names) {
+		return nil, fmt.Errorf("/metrics lacks some of %s", strings.Join(names, ", "))
 	}
-	return found["go_memstats_heap_inuse_bytes"], found["go_memstats_stack_inuse_bytes"], nil
+	return found, nil
 }
 
 // rss reads a process's resident memory in KiB.
