@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,10 @@ func openStore(ctx context.Context, c *config, logger *slog.Logger) (*store.Stor
 	return s, nil
 }
 
+// gcHeadroom is how far past twice the live heap the heap may grow before a
+// collection.
+const gcHeadroom = 16 << 20
+
 // serve runs the server until ctx ends or SIGINT/SIGTERM arrives, then
 // drains: no new connections, in-flight requests finished.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -67,6 +72,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(c, stderr)
+
+	// GC headroom: a buffer the collector counts as live but no one writes,
+	// so the operating system never backs it with memory. The heap may then
+	// grow gcHeadroom past twice its live size between collections, where
+	// ingest's live heap of a few MB would otherwise be collected many
+	// times a second (docs/DESIGN.md, "GC headroom").
+	headroom := make([]byte, gcHeadroom/2)
+	defer runtime.KeepAlive(headroom)
 
 	st, err := openStore(ctx, c, logger)
 	if err != nil {
