@@ -5,6 +5,7 @@
 # Needs wrk (apt-get install -y wrk). Usage: scripts/load-api.sh [seconds] [connections]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "$0 needs wrk: apt-get install -y wrk" >&2; exit 1; }
 secs=${1:-10}
 conns=${2:-16}
 port=18181

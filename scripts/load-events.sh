@@ -26,6 +26,7 @@
 # Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "$0 needs wrk: apt-get install -y wrk" >&2; exit 1; }
 secs=${1:-10}
 port=18181
 trivial_port=18281
