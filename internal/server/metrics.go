@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,20 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	// auditFailures counts audit entries that could not be written.
 	auditFailures prometheus.Counter
+	// series keeps each method, route and status's collectors once looked
+	// up (a seriesKey to a *series): the labels are few, bounded by the
+	// routes, and WithLabelValues hashes and checks them on every call.
+	series sync.Map
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newMetrics(reg *prometheus.Registry, w *ingest.Writer, h *hub.Hub) *metrics {
@@ -65,8 +80,17 @@ func newMetrics(reg *prometheus.Registry, w *ingest.Writer, h *hub.Hub) *metrics
 }
 
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+	k := seriesKey{method, route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(method, route, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(method, route),
+		})
+	}
+	se := v.(*series)
+	se.requests.Inc()
+	se.duration.Observe(d.Seconds())
 }
 
 func levelFor(status int) slog.Level {

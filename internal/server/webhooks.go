@@ -91,7 +91,7 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 				s.wakeWorker()
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeReceipt(w, out)
 		return nil
 	})
 }
@@ -107,6 +107,65 @@ type receipt struct {
 	Duplicate bool     `json:"duplicate,omitempty"`
 	Withheld  int      `json:"withheld,omitempty"`
 	Ignored   string   `json:"ignored,omitempty"`
+}
+
+// writeReceipt answers 200 with rc. Every accepted delivery is answered
+// so, and the usual receipt (ids, perhaps duplicate or withheld, nothing
+// ignored) is appended byte by byte rather than through encoding/json's
+// reflection, which cost some 3% of a delivery's time; anything else takes
+// writeJSON. The bytes are the same either way (TestReceiptEncoding).
+func writeReceipt(w http.ResponseWriter, rc receipt) {
+	b, ok := rc.appendPlain(make([]byte, 0, 48+24*len(rc.IDs)))
+	if !ok {
+		writeJSON(w, http.StatusOK, rc)
+		return
+	}
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// appendPlain appends rc as encoding/json's Encoder writes it, when that
+// needs no escaping: false for a receipt that ignores, or an id with any
+// byte but a letter, digit, '-' or '_' (the store's ids have none).
+func (rc receipt) appendPlain(b []byte) ([]byte, bool) {
+	if rc.Ignored != "" || !rc.Received {
+		return nil, false
+	}
+	b = append(b, `{"received":true`...)
+	if len(rc.IDs) > 0 {
+		b = append(b, `,"ids":[`...)
+		for i, id := range rc.IDs {
+			if !plainID(id) {
+				return nil, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, id...)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	if rc.Duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	if rc.Withheld != 0 {
+		b = append(b, `,"withheld":`...)
+		b = strconv.AppendInt(b, int64(rc.Withheld), 10)
+	}
+	return append(b, "}\n"...), true
+}
+
+func plainID(id string) bool {
+	for i := range len(id) {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // sender is who a delivery came from: the webhook token's id (or, for an
