@@ -5,14 +5,14 @@
 #     as a ratio to a trivial net/http handler under the same wrk load, at 32
 #     and 128 concurrent senders; and the ingest floor: a bare server that
 #     parses and stores each delivery in the same SQLite table by group
-#     commit, and does nothing else; three rounds, each running the three
-#     in turn, and the medians of the rounds' ratios;
+#     commit, and does nothing else; after a warm-up of each, five rounds,
+#     each running the three in turn, and the medians of the rounds' ratios;
 #  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
 #  3. time for one org-scoped event to reach every one of many clients, and
 #     the floor: plain TCP from a server that does nothing else; and the
 #     WebSocket floor: the same WebSocket clients as Perch's, sent one
 #     message each by a bare nbio WebSocket server that does nothing else;
-#     three rounds of the three in turn, and the medians of the rounds'
+#     five rounds of the three in turn, and the medians of the rounds'
 #     ratios;
 #  4. server memory per idle WebSocket connection;
 #  5. ingest of an organisation with ten enabled workflows (one matching
@@ -90,7 +90,7 @@ if [ -n "${many_rss:-}" ] && [ "$many" -lt 100000 ] && [ -n "$marginal" ] && [ -
   echo "projection to 100,000 (not measured: this machine's open-file limit is $limit per process, hard, so one server cannot hold 100,000 sockets): $many_rss MiB + $((100000 - many_open)) more connections at $per KiB (section 4's $marginal KiB, and its $heap KiB of Go heap again for the garbage a collection may wait for) = $projected MiB"
 fi
 
-rounds=3 # section 1's: its figures are medians over these
+rounds=5 # section 1's: its figures are medians over these
 echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler and the ingest floor; $rounds rounds, each wrk -t2 -d${secs}s against the three in turn; medians"
 conns=(32 128) # concurrent senders
 declare -A trivial perch ingestfloor share floorshare offloor
@@ -108,6 +108,12 @@ holder=$!
 sleep 1
 rps() { wrk -t2 -c"$1" -d"${secs}s" -s "$dir/post.lua" "$2" | awk '/Requests\/sec/ {print $2}'; }
 ratio() { awk "BEGIN {printf \"%.1f\", 100*$1/$2}"; }
+# A warm-up of each server, not counted: the first seconds of load pay once
+# for start-up (the database and its WAL growing from nothing, the Go heap
+# growing to its steady size), which the rounds then would not share alike.
+for u in "http://127.0.0.1:$trivial_port/" "http://127.0.0.1:$floor_port/" "$base/webhooks/inbound?token=$webhook"; do
+  wrk -t2 -c32 -d5s -s "$dir/post.lua" "$u" >/dev/null
+done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 # Each round measures the three one after another, so that a round's
 # ratios compare runs minutes apart at most on this shared machine; the
