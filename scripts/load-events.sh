@@ -90,7 +90,7 @@ if [ -n "${many_rss:-}" ] && [ "$many" -lt 100000 ] && [ -n "$marginal" ] && [ -
   echo "projection to 100,000 (not measured: this machine's open-file limit is $limit per process, hard, so one server cannot hold 100,000 sockets): $many_rss MiB + $((100000 - many_open)) more connections at $per KiB (section 4's $marginal KiB, and its $heap KiB of Go heap again for the garbage a collection may wait for) = $projected MiB"
 fi
 
-rounds=5 # section 1's: its figures are medians over these
+rounds=5 # sections 1 and 3: their figures are medians over these
 echo "== 1. ingest: POST /webhooks/inbound with one subscribed client, against a trivial net/http handler and the ingest floor; $rounds rounds, each wrk -t2 -d${secs}s against the three in turn; medians"
 conns=(32 128) # concurrent senders
 declare -A trivial perch ingestfloor share floorshare offloor
