@@ -211,7 +211,7 @@ verdict() {
   [ -n "$1" ] || { echo "not measured"; return; }
   awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { ok = op == "<=" ? v+0 <= t+0 : op == ">=" ? v+0 >= t+0 : v+0 < t+0; print ok ? "met" : "not met" }'
 }
-p99=$(figure latency.out 's/.* p99 \([0-9.]*\) ms.*/\1/p')
+p99=$(figure latency.out 's/^POST-to-frame latency: .* p99 \([0-9.]*\) ms.*/\1/p')
 if [ -z "${many_rss:-}" ]; then
   row100k="not measured"; verdict100k="not measured"
 else
