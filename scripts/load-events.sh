@@ -7,7 +7,9 @@
 #     parses and stores each delivery in the same SQLite table by group
 #     commit, and does nothing else; after a warm-up of each, five rounds,
 #     each running the three in turn, and the medians of the rounds' ratios;
-#  2. POST-to-frame latency p50/p99 at a steady rate with many clients;
+#  2. POST-to-frame latency p50/p99 at a steady rate with many clients,
+#     and, apart, of each user's first event (its webhook token not yet
+#     cached);
 #  3. time for one org-scoped event to reach every one of many clients, and
 #     the floor: plain TCP from a server that does nothing else; and the
 #     WebSocket floor: the same WebSocket clients as Perch's, sent one

@@ -113,7 +113,8 @@ type receipt struct {
 // so, and the usual receipt (ids, perhaps duplicate or withheld, nothing
 // ignored) is appended byte by byte rather than through encoding/json's
 // reflection (3.5 µs of a delivery's server time in a profile at 128
-// senders); anything else takes writeJSON. The bytes are the same either way (TestReceiptEncoding).
+// senders); anything else takes writeJSON. The bytes are the same either
+// way (TestReceiptEncoding).
 func writeReceipt(w http.ResponseWriter, rc receipt) {
 	b, ok := rc.appendPlain(make([]byte, 0, 48+24*len(rc.IDs)))
 	if !ok {
