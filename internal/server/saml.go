@@ -381,40 +381,6 @@ func claimedOrg(raw []byte, prefix string) string {
 	return ""
 }
 
-// samlUser is the account an accepted assertion signs in: the member of
-// the organisation with the address, or, with jit_provisioning, a new one
-// with the default role. An account of another organisation is refused.
-func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdentity) (*perch.User, error) {
-	u, _, err := s.store.UserCredentials(r.Context(), id.Email)
-	switch perch.ErrorCode(err) {
-	case "":
-		if u.OrgID != cfg.OrgID {
-			return nil, refuse("The account %s belongs to another organisation on this server, so this organisation's single sign-on cannot sign it in. Sign in with that account's own method.", u.Email)
-		}
-		return u, nil
-	case perch.ENOTFOUND:
-	default:
-		return nil, err
-	}
-	if !cfg.JITProvisioning {
-		return nil, refuse("There is no account for %s in this organisation: ask an owner to invite you.", id.Email)
-	}
-	name, p := id.Name, perch.Problems{}
-	if perch.ValidateName(p, name); len(p) > 0 {
-		name, _, _ = strings.Cut(id.Email, "@")
-	}
-	u, err = s.store.CreateSSOUser(r.Context(), cfg.OrgID, id.Email, name, cfg.DefaultRole)
-	if err != nil {
-		if perch.ErrorCode(err) == perch.ECONFLICT {
-			return nil, refuse("%s", perch.ErrorMessage(err))
-		}
-		return nil, err
-	}
-	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLProvisioned, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
-		Changes: map[string]any{"org_role": u.OrgRole, "name": u.Name}})
-	return u, nil
-}
-
 // samlRefused audits a refused sign-in and sends the browser back to sign
 // in with the reason; an error of the server's own is logged and told in
 // general terms.
@@ -428,22 +394,6 @@ func (s *Server) samlRefused(w http.ResponseWriter, r *http.Request, orgID, emai
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSignInFailed, Actor: perch.AuditActor{Type: perch.ActorUser, Email: email},
 		OrgID: orgID, Changes: map[string]any{"method": "saml", "reason": message}})
 	return s.toSignIn(w, r, message)
-}
-
-// ssoRefusal refuses a sign-in by method ("password", an OAuth provider)
-// to a member of an organisation that signs in with SAML alone (enforce),
-// except its owners, who keep every way in should the identity provider
-// fail (break-glass).
-func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) error {
-	if u.OrgRole == perch.RoleOwner {
-		return nil
-	}
-	enforced, err := s.store.SSOEnforced(ctx, u.OrgID)
-	if err != nil || !enforced {
-		return err
-	}
-	return perch.Errorf(perch.EFORBIDDEN,
-		"Your organisation signs in with single sign-on, not with %s: choose “Sign in with SSO” on the sign-in page.", method)
 }
 
 // samlDiscover serves POST /api/v1/auth/saml/discover {email} or {org}:

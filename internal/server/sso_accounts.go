@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
+)
+
+// Who an organisation's identity provider may speak for (DESIGN.md,
+// "Who is verified, who is admin"): its SAML sign-ins and just-in-time
+// accounts, and the break-glass rule of enforced single sign-on.
+
+// samlUser is the account an accepted assertion signs in: the member of
+// the organisation with the address, or, with jit_provisioning, a new one
+// with the default role. An account of another organisation is refused.
+func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdentity) (*perch.User, error) {
+	u, _, err := s.store.UserCredentials(r.Context(), id.Email)
+	switch perch.ErrorCode(err) {
+	case "":
+		if u.OrgID != cfg.OrgID {
+			return nil, refuse("The account %s belongs to another organisation on this server, so this organisation's single sign-on cannot sign it in. Sign in with that account's own method.", u.Email)
+		}
+		return u, nil
+	case perch.ENOTFOUND:
+	default:
+		return nil, err
+	}
+	if !cfg.JITProvisioning {
+		return nil, refuse("There is no account for %s in this organisation: ask an owner to invite you.", id.Email)
+	}
+	name, p := id.Name, perch.Problems{}
+	if perch.ValidateName(p, name); len(p) > 0 {
+		name, _, _ = strings.Cut(id.Email, "@")
+	}
+	u, err = s.store.CreateSSOUser(r.Context(), cfg.OrgID, id.Email, name, cfg.DefaultRole)
+	if err != nil {
+		if perch.ErrorCode(err) == perch.ECONFLICT {
+			return nil, refuse("%s", perch.ErrorMessage(err))
+		}
+		return nil, err
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLProvisioned, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
+		Changes: map[string]any{"org_role": u.OrgRole, "name": u.Name}})
+	return u, nil
+}
+
+// ssoRefusal refuses a sign-in by method ("password", an OAuth provider)
+// to a member of an organisation that signs in with SAML alone (enforce),
+// except its owners, who keep every way in should the identity provider
+// fail (break-glass).
+func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) error {
+	if u.OrgRole == perch.RoleOwner {
+		return nil
+	}
+	enforced, err := s.store.SSOEnforced(ctx, u.OrgID)
+	if err != nil || !enforced {
+		return err
+	}
+	return perch.Errorf(perch.EFORBIDDEN,
+		"Your organisation signs in with single sign-on, not with %s: choose “Sign in with SSO” on the sign-in page.", method)
+}
