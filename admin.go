@@ -5,17 +5,21 @@ import "time"
 // AdminUser is a user as the platform's operators see them
 // (GET /api/v1/admin/users).
 type AdminUser struct {
-	ID            string     `json:"id"`
-	Email         string     `json:"email"`
-	Name          string     `json:"name"`
-	OrgID         string     `json:"org_id"`
-	OrgName       string     `json:"org_name"`
-	Role          string     `json:"role"`           // in their organisation
-	PlatformAdmin bool       `json:"platform_admin"` // granted, or listed in PERCH_ADMIN_EMAILS with the address verified
-	EmailVerified bool       `json:"email_verified"`
-	Disabled      bool       `json:"disabled"`
-	CreatedAt     time.Time  `json:"created_at"`
-	LastSeenAt    *time.Time `json:"last_seen_at"`
+	ID            string `json:"id"`
+	Email         string `json:"email"`
+	Name          string `json:"name"`
+	OrgID         string `json:"org_id"`
+	OrgName       string `json:"org_name"`
+	Role          string `json:"role"`           // in their organisation
+	PlatformAdmin bool   `json:"platform_admin"` // granted, or listed in PERCH_ADMIN_EMAILS with the mailbox proven
+	EmailVerified bool   `json:"email_verified"` // the mailbox proven by a round trip of Perch's own
+	// EmailAssertedBy is the organisation whose identity provider (SCIM, or
+	// a first SAML sign-in) asserted the address; "" for none. An
+	// assertion never proves the mailbox.
+	EmailAssertedBy string     `json:"email_asserted_by"`
+	Disabled        bool       `json:"disabled"`
+	CreatedAt       time.Time  `json:"created_at"`
+	LastSeenAt      *time.Time `json:"last_seen_at"`
 
 	// Granted is the grant kept in the store (perch admin grant, or an
 	// admin's change); PlatformAdmin adds the configured addresses to it.

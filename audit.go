@@ -81,7 +81,8 @@ const (
 	AuditAnnouncementCreated = "announcement.created"
 	AuditAnnouncementUpdated = "announcement.updated"
 	AuditAnnouncementDeleted = "announcement.deleted"
-	AuditAdminGranted        = "admin.user.admin_granted" // perch admin grant
+	AuditAdminGranted        = "admin.granted" // platform admin, by any path: perch admin grant, an admin, PERCH_ADMIN_EMAILS
+	AuditAdminRevoked        = "admin.revoked" // and withdrawn
 	AuditAdminUserUpdated    = "admin.user.updated"
 	AuditAdminOrgUpdated     = "admin.org.updated"
 	AuditAdminFeatureUpdated = "admin.feature.updated"
@@ -101,6 +102,7 @@ const (
 	AuditSCIMUserDeactivated = "scim.user.deactivated"        // deactivated it: every sign-in ended
 	AuditSCIMUserReactivated = "scim.user.reactivated"        // lifted its deactivation
 	AuditSCIMUserDeleted     = "scim.user.deleted"            // took it out of the organisation
+	AuditSCIMRefused         = "scim.user.refused"            // asked for what it may not do: a platform admin, an address outside the verified domains
 	AuditCheckoutStarted     = "billing.checkout_started"     // an owner or admin went to the provider's checkout
 	AuditSubscriptionChanged = "billing.subscription_changed" // a provider's event changed the subscription
 	AuditTrialExpired        = "billing.trial_expired"        // a trial ended unpaid: solo, status none

@@ -35,6 +35,7 @@ type config struct {
 	AuthLimit          perch.Limit
 	AnonymousBroadcast bool
 	WorkflowPrivate    bool           // workflow forwards may reach loopback, private and metadata addresses
+	SSOAnyDomain       bool           // identity providers may make accounts for any domain (a single-company server)
 	Region             string         // this deployment's region, "" when none is named
 	Regions            []perch.Region // every region, this one marked current; empty when none are listed
 	MaxPerDelivery     int
@@ -203,6 +204,13 @@ var settings = []setting{
 	}},
 	{"workflow-allow-private", "false", "whether workflow forwards may reach loopback, private, link-local and cloud metadata addresses (true only when the receivers are on Perch's own network)", func(c *config, v string) (err error) {
 		c.WorkflowPrivate, err = strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}},
+	{"sso-any-domain", "false", "whether an organisation's identity provider (SAML just-in-time, SCIM) may make accounts for addresses outside the organisation's verified domains (true only on a single-company server; those accounts' mailboxes are still not proven)", func(c *config, v string) (err error) {
+		c.SSOAnyDomain, err = strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("want true or false")
 		}

@@ -141,6 +141,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PaddleWebhookSecret:      c.Paddle.WebhookSecret,
 		PricePlans:               pricePlans(c.Stripe.Prices, c.Paddle.Prices),
 		WorkflowAllowPrivate:     c.WorkflowPrivate,
+		SSOAnyDomain:             c.SSOAnyDomain,
 		GitHub:                   c.GitHub,
 		Google:                   c.Google,
 		MetricsToken:             c.MetricsToken,
@@ -148,6 +149,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 	if err := srv.SeedStarters(ctx); err != nil {
 		logger.Warn("seeding the marketplace's starter workflows failed; the next start tries again", "err", err)
+	}
+	if err := srv.SyncListedAdmins(ctx); err != nil {
+		logger.Warn("auditing the platform admins of PERCH_ADMIN_EMAILS failed; the next start tries again", "err", err)
 	}
 
 	subCtx, unsubscribe := context.WithCancel(context.Background())
@@ -518,15 +522,19 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		return nil
 	}
 	email := args[1]
+	u, _, err := st.UserCredentials(ctx, email)
+	if err != nil {
+		return fmt.Errorf("grant %s: %w", email, err)
+	}
+	if u.IsAdmin {
+		fmt.Fprintf(stdout, "%s is a platform admin already\n", email)
+		return nil
+	}
 	if err := st.GrantAdmin(ctx, email); err != nil {
 		return fmt.Errorf("grant %s: %w", email, err)
 	}
-	u, _, err := st.UserCredentials(ctx, email)
-	if err != nil {
-		return err
-	}
 	entry := &perch.AuditEntry{Action: perch.AuditAdminGranted, Actor: perch.AuditActor{Type: perch.ActorSystem, ID: "perch admin grant"},
-		Target: perch.AuditTarget{Type: "user", ID: u.ID}, OrgID: u.OrgID, Changes: map[string]any{"platform_admin": true, "email": u.Email}}
+		Target: perch.AuditTarget{Type: "user", ID: u.ID}, OrgID: u.OrgID, Changes: map[string]any{"via": "perch admin grant", "email": u.Email}}
 	if err := st.AppendAudit(ctx, entry); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

@@ -101,6 +101,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	s.revoked(r.Context(), u.ID, revoked, nil)
 	s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordReset, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,
 		Changes: map[string]any{"sessions_ended": len(revoked)}})
+	s.syncListedAdmin(r, u.ID) // the link came back from the mailbox
 	return noContent(w)
 }
 
@@ -152,6 +153,7 @@ func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
 		e.Action, e.Changes = perch.AuditEmailChanged, map[string]any{"email": map[string]any{"from": before.Email, "to": u.Email}}
 	}
 	s.audit(r, e)
+	s.syncListedAdmin(r, u.ID)
 	u.IsAdmin = s.isAdmin(u)
 	return respond(w, http.StatusOK, u)
 }

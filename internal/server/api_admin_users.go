@@ -110,5 +110,13 @@ func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
 		s.audit(r, perch.AuditEntry{Action: perch.AuditAdminUserUpdated, Target: perch.AuditTarget{Type: "user", ID: id},
 			OrgID: after.OrgID, Changes: changes})
 	}
+	if before.Granted != after.Granted { // every grant, by any path, has an entry of its own
+		action := perch.AuditAdminRevoked
+		if after.Granted {
+			action = perch.AuditAdminGranted
+		}
+		s.audit(r, perch.AuditEntry{Action: action, Target: userTarget(id), OrgID: after.OrgID,
+			Changes: map[string]any{"via": "admin", "email": after.Email}})
+	}
 	return respond(w, http.StatusOK, s.adminView(after))
 }

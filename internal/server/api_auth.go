@@ -41,9 +41,9 @@ func (s *Server) signIn(ctx context.Context, u *perch.User) (*authResponse, erro
 }
 
 // register creates an account. With invitation_token it joins the inviting
-// organisation (the address counts as verified: the link reached it);
-// otherwise it creates the user's own organisation and mails a link to
-// verify the address.
+// organisation (the mailbox is proven when the token is the mailed link's,
+// not the one the inviter was shown); otherwise it creates the user's own
+// organisation and mails a link to verify the address.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name            string `json:"name"`
@@ -74,6 +74,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 		changes["invited"] = true
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditRegistered, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID, Changes: changes})
+	s.syncListedAdmin(r, u.ID) // a mailed invitation link proves the mailbox
 	// An invitation into an organisation that signs in with SAML alone makes
 	// the account, but its sign-in is through SAML.
 	if err := s.ssoRefusal(r.Context(), u, "password"); err != nil {

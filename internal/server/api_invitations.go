@@ -21,8 +21,10 @@ func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createInvitation records an invitation and mails its link. The answer
-// carries the link too (url), so an admin can pass it on by hand when mail
-// is not set up; only the invited address can accept it.
+// carries a link too (url), so an admin can pass it on by hand when mail
+// is not set up; only the invited address can accept either. They are two
+// links: the one answered here joins the organisation, but only the mailed
+// one, which nobody but the address's owner has seen, proves the mailbox.
 func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Email string `json:"email"`
@@ -47,8 +49,9 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error 
 	if err := perch.AuthorizeInvite(actor, in.Role); err != nil {
 		return err
 	}
-	raw, hash := auth.NewToken(perch.InvitationTokenPrefix)
-	inv, err := s.store.CreateInvitation(r.Context(), actor.OrgID, actor.ID, in.Email, in.Role, hash)
+	shown, shownHash := auth.NewToken(perch.InvitationTokenPrefix)
+	mailed, mailedHash := auth.NewToken(perch.InvitationTokenPrefix)
+	inv, err := s.store.CreateInvitation(r.Context(), actor.OrgID, actor.ID, in.Email, in.Role, shownHash, mailedHash)
 	if err != nil {
 		return err
 	}
@@ -56,8 +59,8 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	link := s.link(invitationPath, raw)
-	s.sendMail(r.Context(), mail.Invitation(inv.Email, actor.Name, org.Name, inv.Role, link))
+	link := s.link(invitationPath, shown)
+	s.sendMail(r.Context(), mail.Invitation(inv.Email, actor.Name, org.Name, inv.Role, s.link(invitationPath, mailed)))
 	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationCreated, Target: invitationTarget(inv.ID),
 		Changes: map[string]any{"email": inv.Email, "role": inv.Role}})
 	return respond(w, http.StatusCreated, struct {
@@ -95,6 +98,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.grantsChanged(r.Context(), u.ID)
+	s.syncListedAdmin(r, u.ID) // the mailed link proves the mailbox
 	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationAccepted, Target: userTarget(u.ID), OrgID: org.ID,
 		Changes: map[string]any{"from_org_id": u.OrgID}})
 	return respond(w, http.StatusOK, org)

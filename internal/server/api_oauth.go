@@ -215,10 +215,12 @@ func (s *Server) backToSignIn(w http.ResponseWriter, r *http.Request, msg, next 
 // oauthAccount finds or makes the account of a person who signed in with
 // a provider: the account linked to the provider's account; else the
 // account of the address the provider verified, linked now (only when
-// that account's address is verified as well: an address typed at
-// registration and never confirmed proves nothing about who made it);
-// else a new account, with an organisation of its own, as registration
-// makes. An address the provider has not verified signs in nowhere.
+// that account has proven its mailbox by one of Perch's round trips: an
+// address typed at registration, or asserted by an identity provider, and
+// never confirmed proves nothing about who made the account); else a new
+// account, with an organisation of its own, as registration makes, whose
+// mailbox is not proven until its confirmation link is followed. An
+// address the provider has not verified signs in nowhere.
 func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.Identity) (*perch.User, error) {
 	ctx := r.Context()
 	title := perch.ProviderTitle(link.Provider)
@@ -237,7 +239,7 @@ func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.
 	switch perch.ErrorCode(err) {
 	case "":
 		if !existing.EmailVerified {
-			return nil, perch.Errorf(perch.ECONFLICT, "An account with %s exists, but its address is not confirmed yet. Sign in with its password (or reset the password), then link %s from your profile.",
+			return nil, perch.Errorf(perch.ECONFLICT, "An account with %s exists, but its address is not confirmed yet. Sign in to it as you usually do (or reset its password), then link %s from your profile.",
 				existing.Email, title)
 		}
 		if err := s.linkIdentity(r, existing.ID, link); err != nil {
@@ -255,6 +257,12 @@ func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.
 	name := perch.SignInName(id.Name, id.Login, id.Email)
 	u, err = s.store.CreateIdentityUser(ctx, name, id.Email, link)
 	if err != nil {
+		return nil, err
+	}
+	// The provider vouched for the address, but only Perch's own round trip
+	// proves the mailbox (and with it a listed address's admin rights), as
+	// for a sign-up with a password.
+	if err := s.mailEmailToken(ctx, u, perch.EmailVerify, u.Email); err != nil {
 		return nil, err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditRegistered, Actor: actorOf(u), Target: userTarget(u.ID), OrgID: u.OrgID,

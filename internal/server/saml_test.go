@@ -49,9 +49,10 @@ func TestSAMLSignIn(t *testing.T) {
 	})
 }
 
-// TestSAMLJustInTime: with jit_provisioning an unknown address becomes a
-// member with the default role, its address verified; without it, the
-// sign-in is refused.
+// TestSAMLJustInTime: with jit_provisioning an unknown address of one of
+// the organisation's verified domains becomes a member with the default
+// role, its address the organisation's assertion (not a proven mailbox);
+// without it, or outside those domains, the sign-in is refused.
 func TestSAMLJustInTime(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
@@ -66,10 +67,20 @@ func TestSAMLJustInTime(t *testing.T) {
 
 		e.configure(map[string]any{"jit_provisioning": true, "default_role": "admin"})
 		b = samltest.NewBrowser(t)
+		refusedWith(t, b.Submit(e.idp.SignIn(b, e.loginURL(""), "nia", "nias idp password")), "not in one of the organisation's verified domains")
+		if _, _, err := s.UserCredentials(t.Context(), "nia.new@example.com"); perch.ErrorCode(err) != perch.ENOTFOUND {
+			t.Fatalf("an address outside the verified domains got an account: %v", err)
+		}
+
+		e.a.verifyDomains(e.owner, "example.com")
+		b = samltest.NewBrowser(t)
 		e.signedIn(b, b.Submit(e.idp.SignIn(b, e.loginURL(""), "nia", "nias idp password")), samlDefaultTarget, "nia.new@example.com")
 		u, _, err := s.UserCredentials(t.Context(), "nia.new@example.com")
-		if err != nil || u.OrgID != e.owner.OrgID || u.OrgRole != perch.RoleAdmin || !u.EmailVerified || u.Name != "Nia New" {
+		if err != nil || u.OrgID != e.owner.OrgID || u.OrgRole != perch.RoleAdmin || u.EmailVerified || u.Name != "Nia New" {
 			t.Fatalf("the new account: %+v, %v", u, err)
+		}
+		if au, err := s.AdminUser(t.Context(), u.ID); err != nil || au.EmailAssertedBy != e.owner.OrgID {
+			t.Fatalf("the new account's address: %+v, %v; want asserted by %s", au, err, e.owner.OrgID)
 		}
 		if e.audited(perch.AuditSAMLProvisioned)[0].Target.ID != u.ID {
 			t.Error("the new account is not audited")

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/scim"
 	"github.com/perch-dev/perch/internal/testenv"
 )
@@ -33,9 +34,29 @@ func (a *api) scimToken(owner *account) string {
 	return expect(a.t, a.call("POST", "/api/v1/org/saml/scim-token", owner.Access, nil), 201).Data()["token"].(string)
 }
 
-// scimClient is an identity provider holding owner's organisation's token.
-func (a *api) scimClient(owner *account, agent string) *scimIdP {
+// scimClient is an identity provider holding owner's organisation's token;
+// the organisation verifies domains first, the addresses its provider may
+// make accounts for.
+func (a *api) scimClient(owner *account, agent string, domains ...string) *scimIdP {
+	a.t.Helper()
+	if len(domains) > 0 {
+		a.verifyDomains(owner, domains...)
+	}
 	return &scimIdP{t: a.t, a: a, token: a.scimToken(owner), agent: agent}
+}
+
+// verifyDomains makes domains the verified domains of owner's
+// organisation, as a platform admin's word does (the DNS check has tests
+// of its own); an organisation without SAML settings first gets some,
+// switched off.
+func (a *api) verifyDomains(owner *account, domains ...string) {
+	a.t.Helper()
+	if _, err := a.store.SAMLConfig(a.t.Context(), owner.OrgID); perch.ErrorCode(err) == perch.ENOTFOUND {
+		expect(a.t, a.call("PUT", "/api/v1/org/saml", owner.Access, map[string]any{"idp_metadata_xml": testIDPMetadata(), "enabled": false}), 200)
+	}
+	if err := a.store.SetSAMLDomains(a.t.Context(), owner.OrgID, domains, true); err != nil {
+		a.t.Fatal(err)
+	}
 }
 
 // scimAnswer is an answer to a SCIM request, its body decoded.

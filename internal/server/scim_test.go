@@ -45,7 +45,7 @@ func TestSCIMListsTheOrganisationsMembers(t *testing.T) {
 		owner := a.register("Olive Owner")
 		bob := a.invite(owner, "Bob Member", "member")
 		a.register("Eve Outsider")
-		idp := a.scimClient(owner, "test")
+		idp := a.scimClient(owner, "test", "example.com")
 		a.clock.Advance(time.Second)
 		idp.do("POST", "/scim/v2/Users", newUser("cy@example.com")).want(t, 201)
 
@@ -99,7 +99,7 @@ func TestSCIMRefusesBadInput(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("Olive Owner")
-		idp := a.scimClient(owner, "test")
+		idp := a.scimClient(owner, "test", "example.com")
 		bob := idp.do("POST", "/scim/v2/Users", newUser("bob@example.com")).want(t, 201)
 		path := "/scim/v2/Users/" + bob.str("id")
 		before := idp.do("GET", path, nil).want(t, 200).Raw
@@ -172,7 +172,7 @@ func TestSCIMTokenIsTheOrganisations(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner, other := a.register("Olive Owner"), a.register("Oscar Other")
-		ours, theirs := a.scimClient(owner, "ours"), a.scimClient(other, "theirs")
+		ours, theirs := a.scimClient(owner, "ours", "example.com"), a.scimClient(other, "theirs")
 		bob := ours.do("POST", "/scim/v2/Users", newUser("bob@example.com")).want(t, 201)
 		path := "/scim/v2/Users/" + bob.str("id")
 		before := ours.do("GET", path, nil).want(t, 200).Raw
@@ -215,7 +215,7 @@ func TestSCIMUniqueness(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner, eve := a.register("Olive Owner"), a.register("Eve Outsider")
-		idp := a.scimClient(owner, "test")
+		idp := a.scimClient(owner, "test", "example.com")
 		idp.do("POST", "/scim/v2/Users", newUser(owner.Email)).want(t, 409, scim.Uniqueness)
 		idp.do("POST", "/scim/v2/Users", newUser(eve.Email)).want(t, 409, scim.Uniqueness)
 		idp.do("POST", "/scim/v2/Users", newUser("bob@example.com")).want(t, 201)
@@ -231,7 +231,7 @@ func TestSCIMUniqueness(t *testing.T) {
 func TestSCIMVersions(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
-		idp := a.scimClient(a.register("Olive Owner"), "test")
+		idp := a.scimClient(a.register("Olive Owner"), "test", "example.com")
 		bob := idp.do("POST", "/scim/v2/Users", newUser("bob@example.com")).want(t, 201)
 		path, v1 := "/scim/v2/Users/"+bob.str("id"), bob.str("meta.version")
 		if got := idp.do("GET", path, nil, "If-None-Match", v1).want(t, 304); got.Header.Get("ETag") != v1 || got.Raw != "" {
@@ -257,7 +257,7 @@ func TestSCIMCannotLiftAnAdminsDisable(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root Admin")
-		idp := a.scimClient(a.register("Olive Owner"), "test")
+		idp := a.scimClient(a.register("Olive Owner"), "test", "example.com")
 		bob := idp.do("POST", "/scim/v2/Users", newUser("bob@example.com")).want(t, 201)
 		path := "/scim/v2/Users/" + bob.str("id")
 		expect(t, a.call("PATCH", "/api/v1/admin/users/"+bob.str("id"), root.Access, map[string]bool{"disabled": true}), 200)

@@ -244,6 +244,10 @@ func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request, c *scimC
 	if err != nil {
 		return err
 	}
+	if err := s.idpMayCreate(r.Context(), c.orgID, write.Email); err != nil {
+		s.scimRefused(r, c, "", write.Email, err)
+		return err
+	}
 	su, err := s.store.CreateSCIMUser(r.Context(), c.orgID, write)
 	if err != nil {
 		return err
@@ -283,9 +287,16 @@ func (s *Server) scimPatchUser(w http.ResponseWriter, r *http.Request, c *scimCa
 
 // scimUpdate changes the member to what change makes of them, in the
 // store's transaction, and carries out what follows: a deactivation closes
-// their WebSockets on every instance; the change is audited.
+// their WebSockets on every instance and stops their webhook tokens; the
+// change is audited. A platform admin, or a new address outside the
+// organisation's verified domains, is refused (and audited).
 func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall, change func(*store.SCIMUser) (scim.User, error)) error {
+	var refused *store.SCIMUser
 	ch, err := s.store.UpdateSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) (store.SCIMWrite, error) {
+		if err := s.idpMayManage(scimAccount(su)); err != nil {
+			refused = su
+			return store.SCIMWrite{}, err
+		}
 		if err := ifMatch(r, su); err != nil {
 			return store.SCIMWrite{}, err
 		}
@@ -293,14 +304,33 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 		if err != nil {
 			return store.SCIMWrite{}, err
 		}
-		return scimWrite(u)
+		write, err := scimWrite(u)
+		if err != nil {
+			return store.SCIMWrite{}, err
+		}
+		if perch.NormalizeEmail(write.Email) != perch.NormalizeEmail(su.Email) {
+			if err := s.idpMayCreate(r.Context(), c.orgID, write.Email); err != nil {
+				refused = su
+				return store.SCIMWrite{}, err
+			}
+		}
+		return write, nil
 	})
 	if err != nil {
+		if refused != nil {
+			s.scimRefused(r, c, refused.ID, refused.Email, err)
+		}
 		return err
 	}
 	before, after := ch.Before, ch.After
 	if after.Disabled {
 		s.revoked(r.Context(), after.ID, ch.Sessions, ch.APITokens)
+	}
+	if before.Disabled != after.Disabled {
+		s.tokensChanged(r.Context()) // the webhook tokens they made stop, or work again
+	}
+	if !strings.EqualFold(before.Email, after.Email) {
+		s.syncListedAdmin(r, after.ID) // a new address is asserted, not proven
 	}
 	changes := map[string]any{}
 	for k, pair := range map[string][2]string{"email": {before.Email, after.Email}, "name": {before.Name, after.Name},
@@ -327,15 +357,39 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 // organisation as if removed by an owner, and every sign-in and API token
 // of theirs ends now, their WebSockets on every instance with it.
 func (s *Server) scimDeleteUser(w http.ResponseWriter, r *http.Request, c *scimCall) error {
-	ch, err := s.store.DeleteSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) error { return ifMatch(r, su) })
+	var refused *store.SCIMUser
+	ch, err := s.store.DeleteSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) error {
+		if err := s.idpMayManage(scimAccount(su)); err != nil {
+			refused = su
+			return err
+		}
+		return ifMatch(r, su)
+	})
 	if err != nil {
+		if refused != nil {
+			s.scimRefused(r, c, refused.ID, refused.Email, err)
+		}
 		return err
 	}
 	id := ch.Before.ID
 	s.revoked(r.Context(), id, ch.Sessions, ch.APITokens)
-	s.grantsChanged(r.Context(), id)
+	s.grantsChanged(r.Context(), id) // which drops the webhook tokens' cache too
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSCIMUserDeleted, Actor: c.actor, OrgID: c.orgID, Target: userTarget(id),
 		Changes: map[string]any{"email": ch.Before.Email, "userName": ch.Before.UserName}})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// scimAccount is the account of a SCIM user, as far as who is a platform
+// admin goes.
+func scimAccount(su *store.SCIMUser) *perch.User {
+	return &perch.User{ID: su.ID, Email: su.Email, EmailVerified: su.EmailVerified, IsAdmin: su.Granted}
+}
+
+// scimRefused audits what the organisation's identity provider was refused:
+// a change to the account targetID ("" for one it asked to create) at
+// email, and why.
+func (s *Server) scimRefused(r *http.Request, c *scimCall, targetID, email string, err error) {
+	s.audit(r, perch.AuditEntry{Action: perch.AuditSCIMRefused, Actor: c.actor, OrgID: c.orgID, Target: userTarget(targetID),
+		Changes: map[string]any{"email": email, "method": r.Method, "reason": perch.ErrorMessage(err)}})
 }

@@ -98,6 +98,12 @@ type Options struct {
 	// link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE);
 	// tests set it to reach their loopback listeners.
 	WorkflowAllowPrivate bool
+	// SSOAnyDomain lets an organisation's identity provider (SAML
+	// just-in-time accounts, SCIM) make accounts for addresses outside the
+	// organisation's verified domains (PERCH_SSO_ANY_DOMAIN), for a
+	// single-company server. Those accounts' mailboxes are still not
+	// proven.
+	SSOAnyDomain bool
 	// WorkflowPoll is how often RunWorkflowWorker looks for due digests
 	// and jobs when nothing wakes it; 0 means the default, 1 s.
 	WorkflowPoll time.Duration
@@ -281,11 +287,4 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// isAdmin reports whether u is a platform admin: granted in the store
-// (perch admin grant), or listed in PERCH_ADMIN_EMAILS with the address
-// verified, so that registering a listed address first is not enough.
-func (s *Server) isAdmin(u *perch.User) bool {
-	return u.IsAdmin || u.EmailVerified && s.admins[perch.NormalizeEmail(u.Email)]
 }

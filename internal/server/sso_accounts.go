@@ -13,15 +13,51 @@ import (
 // "Who is verified, who is admin"): its SAML sign-ins and just-in-time
 // accounts, and the break-glass rule of enforced single sign-on.
 
+// An organisation's identity provider (its SAML and its SCIM token) speaks
+// only for the organisation's own members, never for a platform admin, and
+// creates accounts only for addresses in the organisation's verified
+// domains unless the operator allows any (PERCH_SSO_ANY_DOMAIN); what it
+// asserts never proves a mailbox.
+
+// idpMayManage refuses to let an identity provider sign in or change u
+// when u is a platform admin: the organisation that runs the provider does
+// not own the server.
+func (s *Server) idpMayManage(u *perch.User) error {
+	if s.isAdmin(u) {
+		return perch.Errorf(perch.EFORBIDDEN, "%s is a platform admin of this server, so an organisation's identity provider cannot sign it in or change it: it signs in with its own password or provider.", u.Email)
+	}
+	return nil
+}
+
+// idpMayCreate refuses to let the identity provider of orgID make an
+// account for email, or move an account to it, unless the address is in
+// one of the organisation's verified domains (compared exactly: a
+// subdomain is a domain of its own) or the operator allows any domain.
+func (s *Server) idpMayCreate(ctx context.Context, orgID, email string) error {
+	if s.opts.SSOAnyDomain {
+		return nil
+	}
+	ok, err := s.store.DomainVerified(ctx, orgID, perch.EmailDomain(email))
+	if err != nil || ok {
+		return err
+	}
+	return perch.Errorf(perch.EFORBIDDEN, "%s is not in one of the organisation's verified domains, so its identity provider cannot make an account for it: an owner verifies the domain on the organisation's single sign-on page, or invites the person.", email)
+}
+
 // samlUser is the account an accepted assertion signs in: the member of
-// the organisation with the address, or, with jit_provisioning, a new one
-// with the default role. An account of another organisation is refused.
+// the organisation with the address, or, with jit_provisioning and an
+// address the organisation's identity provider may create, a new one with
+// the default role. An account of another organisation, or a platform
+// admin, is refused.
 func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdentity) (*perch.User, error) {
 	u, _, err := s.store.UserCredentials(r.Context(), id.Email)
 	switch perch.ErrorCode(err) {
 	case "":
 		if u.OrgID != cfg.OrgID {
 			return nil, refuse("The account %s belongs to another organisation on this server, so this organisation's single sign-on cannot sign it in. Sign in with that account's own method.", u.Email)
+		}
+		if err := s.idpMayManage(u); err != nil {
+			return nil, err
 		}
 		return u, nil
 	case perch.ENOTFOUND:
@@ -30,6 +66,9 @@ func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdenti
 	}
 	if !cfg.JITProvisioning {
 		return nil, refuse("There is no account for %s in this organisation: ask an owner to invite you.", id.Email)
+	}
+	if err := s.idpMayCreate(r.Context(), cfg.OrgID, id.Email); err != nil {
+		return nil, err
 	}
 	name, p := id.Name, perch.Problems{}
 	if perch.ValidateName(p, name); len(p) > 0 {

@@ -15,7 +15,7 @@ import (
 // count the other as the one who remains. (SQLite has one writer.)
 const adminsLock = 7_310_009
 
-const adminUserColumns = `u.id, u.email, u.name, u.org_id, o.name, u.org_role, u.is_admin, u.email_verified,
+const adminUserColumns = `u.id, u.email, u.name, u.org_id, o.name, u.org_role, u.is_admin, u.email_verified, u.email_asserted_by,
 	u.disabled_at IS NOT NULL, u.created_at, u.last_seen_at`
 
 const adminUserFrom = ` FROM users u JOIN orgs o ON o.id = u.org_id`
@@ -24,7 +24,7 @@ func scanAdminUser(row interface{ Scan(...any) error }) (*perch.AdminUser, error
 	var u perch.AdminUser
 	var created int64
 	var seen sql.NullInt64
-	if err := row.Scan(&u.ID, &u.Email, &u.Name, &u.OrgID, &u.OrgName, &u.Role, &u.Granted, &u.EmailVerified,
+	if err := row.Scan(&u.ID, &u.Email, &u.Name, &u.OrgID, &u.OrgName, &u.Role, &u.Granted, &u.EmailVerified, &u.EmailAssertedBy,
 		&u.Disabled, &created, &seen); err != nil {
 		return nil, err
 	}

@@ -58,9 +58,7 @@ func (s *Store) VerifyEmail(ctx context.Context, hash string) (*perch.User, erro
 		}
 		now := ms(s.now())
 		if kind == perch.EmailVerify {
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email_verified = TRUE, updated_at = ? WHERE id = ? AND email_norm = ?`),
-				now, userID, perch.NormalizeEmail(email))
-			if err := expectOne(res, err, "User"); err != nil {
+			if err := s.proveMailbox(ctx, tx, userID, email); err != nil {
 				return errBadEmailLink
 			}
 			return nil
@@ -91,8 +89,9 @@ func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*
 			return err
 		}
 		now := ms(s.now())
-		// A link mailed to an address the user has since given up is dead.
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND email_norm = ?`),
+		// A link mailed to an address the user has since given up is dead;
+		// one that came back from the address proves its mailbox.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, email_verified = TRUE, updated_at = ? WHERE id = ? AND email_norm = ?`),
 			passwordHash, now, userID, perch.NormalizeEmail(email))
 		if err := expectOne(res, err, "User"); err != nil {
 			return errBadEmailLink
@@ -105,6 +104,16 @@ func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*
 	}
 	u, err := s.User(ctx, userID)
 	return u, revoked, err
+}
+
+// proveMailbox records that a link mailed to email came back from it, for
+// userID, whose address it must still be (ENOTFOUND otherwise). It is one
+// of the three places a mailbox becomes proven (with the address-change
+// and password-reset links): nothing an identity provider asserts does.
+func (s *Store) proveMailbox(ctx context.Context, tx *sql.Tx, userID, email string) error {
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email_verified = TRUE, updated_at = ? WHERE id = ? AND email_norm = ?`),
+		ms(s.now()), userID, perch.NormalizeEmail(email))
+	return expectOne(res, err, "User")
 }
 
 // EmailInUse reports whether an account has the address.

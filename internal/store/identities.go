@@ -90,14 +90,15 @@ func (s *Store) identity(ctx context.Context, tx *sql.Tx, userID, provider strin
 
 // CreateIdentityUser creates an account for a person who signs in with a
 // provider for the first time, as CreateUser does (with its own
-// organisation), with no password, the address verified (the provider
-// verified it) and id linked, in one transaction. ECONFLICT when the
+// organisation), with no password and id linked, in one transaction. The
+// provider verified the address, but the mailbox counts as proven only
+// after one of Perch's own round trips (VerifyEmail). ECONFLICT when the
 // address or the provider's account is taken.
 func (s *Store) CreateIdentityUser(ctx context.Context, name, email string, id perch.Identity) (*perch.User, error) {
 	var u *perch.User
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
 		// An empty password hash matches no password (auth.CheckPassword).
-		if u, err = s.createOwner(ctx, tx, name, email, "", true); err != nil {
+		if u, err = s.createOwner(ctx, tx, name, email, ""); err != nil {
 			return err
 		}
 		_, err = s.linkIdentity(ctx, tx, u.ID, id)

@@ -51,10 +51,13 @@ func (s *Store) Invitations(ctx context.Context, orgID string) ([]*perch.Invitat
 }
 
 // CreateInvitation records an invitation to orgID for email with role,
-// known by the hash of its link token. It is ECONFLICT when the address is
-// already a member or has a live invitation, or when members and live
-// invitations together already fill the plan's seats.
-func (s *Store) CreateInvitation(ctx context.Context, orgID, inviterID, email, role, tokenHash string) (*perch.Invitation, error) {
+// known by the hashes of its two links: tokenHash, the link the inviter is
+// shown to pass on by hand, and mailHash, the link that is only mailed to
+// the address. Either joins; only the mailed one proves the mailbox. It is
+// ECONFLICT when the address is already a member or has a live invitation,
+// or when members and live invitations together already fill the plan's
+// seats.
+func (s *Store) CreateInvitation(ctx context.Context, orgID, inviterID, email, role, tokenHash, mailHash string) (*perch.Invitation, error) {
 	now := s.now()
 	email = strings.TrimSpace(email)
 	norm := perch.NormalizeEmail(email)
@@ -80,8 +83,8 @@ func (s *Store) CreateInvitation(ctx context.Context, orgID, inviterID, email, r
 		case members+pending >= seats:
 			return perch.Errorf(perch.ECONFLICT, "All %d seats of the plan are taken by members and pending invitations; upgrade the plan or revoke an invitation.", seats)
 		}
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO invitations (id, org_id, email, email_norm, role, token_hash, invited_by, status, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`), inv.ID, orgID, email, norm, role, tokenHash, inviterID, ms(now), ms(inv.ExpiresAt))
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO invitations (id, org_id, email, email_norm, role, token_hash, mail_token_hash, invited_by, status, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`), inv.ID, orgID, email, norm, role, tokenHash, mailHash, inviterID, ms(now), ms(inv.ExpiresAt))
 		return err
 	})
 	if err != nil {
@@ -113,17 +116,22 @@ func (s *Store) RevokeInvitation(ctx context.Context, orgID, id string) error {
 
 var errBadInvitation = perch.Errorf(perch.EBADREQUEST, "This invitation link is invalid, expired or already used.")
 
-// liveInvitation returns the pending, unexpired invitation whose token has
-// the given hash, for email.
-func (s *Store) liveInvitation(ctx context.Context, tx *sql.Tx, tokenHash, email string) (*perch.Invitation, error) {
-	inv, err := s.invitation(ctx, tx, `i.token_hash = ?`, tokenHash)
+// liveInvitation returns the pending, unexpired invitation one of whose
+// links has the token hash, for email, and whether the link was the mailed
+// one (which proves the mailbox it reached).
+func (s *Store) liveInvitation(ctx context.Context, tx *sql.Tx, tokenHash, email string) (inv *perch.Invitation, mailed bool, err error) {
+	inv, err = s.invitation(ctx, tx, `i.token_hash = ?`, tokenHash)
+	if perch.ErrorCode(err) == perch.ENOTFOUND {
+		inv, err = s.invitation(ctx, tx, `i.mail_token_hash = ?`, tokenHash)
+		mailed = true
+	}
 	if err != nil || inv.Status != perch.InvitationPending {
-		return nil, errBadInvitation
+		return nil, false, errBadInvitation
 	}
 	if perch.NormalizeEmail(inv.Email) != perch.NormalizeEmail(email) {
-		return nil, perch.Errorf(perch.EFORBIDDEN, "This invitation was sent to %s; sign in with that address to accept it.", inv.Email)
+		return nil, false, perch.Errorf(perch.EFORBIDDEN, "This invitation was sent to %s; sign in with that address to accept it.", inv.Email)
 	}
-	return inv, nil
+	return inv, mailed, nil
 }
 
 func (s *Store) markAccepted(ctx context.Context, tx *sql.Tx, id string, now time.Time) error {
@@ -137,11 +145,12 @@ func (s *Store) markAccepted(ctx context.Context, tx *sql.Tx, id string, now tim
 // AcceptInvitation moves a signed-in user into the organisation that invited
 // them, with the invited role. The invitation must be live and addressed to
 // the user's e-mail (EFORBIDDEN otherwise); the last owner of an organisation
-// that has other members cannot leave it (ECONFLICT).
+// that has other members cannot leave it (ECONFLICT). Accepted through the
+// mailed link, it proves the user's mailbox.
 func (s *Store) AcceptInvitation(ctx context.Context, tokenHash string, user *perch.User) (*perch.Org, error) {
 	var orgID string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		inv, err := s.liveInvitation(ctx, tx, tokenHash, user.Email)
+		inv, mailed, err := s.liveInvitation(ctx, tx, tokenHash, user.Email)
 		if err != nil {
 			return err
 		}
@@ -164,6 +173,11 @@ func (s *Store) AcceptInvitation(ctx context.Context, tokenHash string, user *pe
 		if err := s.markAccepted(ctx, tx, inv.ID, s.now()); err != nil {
 			return err
 		}
+		if mailed {
+			if err := s.proveMailbox(ctx, tx, user.ID, inv.Email); err != nil {
+				return err
+			}
+		}
 		orgID = inv.OrgID
 		return s.moveUser(ctx, tx, user.ID, currentOrg, inv.OrgID, inv.Role)
 	})
@@ -174,25 +188,26 @@ func (s *Store) AcceptInvitation(ctx context.Context, tokenHash string, user *pe
 }
 
 // CreateInvitedUser registers an account straight into the organisation of a
-// live invitation addressed to email. The address counts as verified: the
-// invitation link reached it.
+// live invitation addressed to email. Its mailbox is proven when the link
+// was the mailed one, which only the address received; the link the
+// inviter was shown proves nothing.
 func (s *Store) CreateInvitedUser(ctx context.Context, name, email, passwordHash, tokenHash string) (*perch.User, error) {
 	now := s.now()
 	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
-	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: true, CreatedAt: now, UpdatedAt: now}
+	u := &perch.User{ID: newID(), Email: email, Name: name, CreatedAt: now, UpdatedAt: now}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		inv, err := s.liveInvitation(ctx, tx, tokenHash, email)
+		inv, mailed, err := s.liveInvitation(ctx, tx, tokenHash, email)
 		if err != nil {
 			return err
 		}
 		if err := s.markAccepted(ctx, tx, inv.ID, now); err != nil {
 			return err
 		}
-		u.OrgID, u.OrgRole = inv.OrgID, inv.Role
+		u.OrgID, u.OrgRole, u.EmailVerified = inv.OrgID, inv.Role, mailed
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
 			(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, email_verified, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, TRUE, ?, ?)`),
-			u.ID, u.OrgID, u.OrgRole, ms(now), email, perch.NormalizeEmail(email), name, passwordHash, ms(now), ms(now))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			u.ID, u.OrgID, u.OrgRole, ms(now), email, perch.NormalizeEmail(email), name, passwordHash, mailed, ms(now), ms(now))
 		if isUniqueViolation(err) {
 			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists: sign in and accept the invitation.")
 		}

@@ -201,6 +201,16 @@ func (s *Store) VerifySAMLDomain(ctx context.Context, orgID, domain string) erro
 	return expectOne(res, err, "Unverified domain")
 }
 
+// DomainVerified reports whether orgID has verified domain (compared
+// without regard to case): the addresses its identity provider may create
+// accounts for.
+func (s *Store) DomainVerified(ctx context.Context, orgID, domain string) (bool, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM saml_domains WHERE org_id = ? AND domain = ? AND verified_at IS NOT NULL`),
+		orgID, strings.ToLower(domain)).Scan(&n)
+	return n > 0, err
+}
+
 // SAMLOrgByDomain returns the organisation that verified domain and has
 // SAML enabled, or ENOTFOUND.
 func (s *Store) SAMLOrgByDomain(ctx context.Context, domain string) (string, error) {
@@ -321,21 +331,22 @@ func (s *Store) SCIMTokenOrg(ctx context.Context, hash string) (string, error) {
 }
 
 // CreateSSOUser makes an account in the organisation at its first SAML
-// sign-in (just-in-time provisioning): the address counts as verified (the
-// identity provider vouches for it) and there is no password. It is
-// ECONFLICT when the address has an account or the plan's seats are full.
+// sign-in (just-in-time provisioning), with no password. The address is
+// the organisation's assertion (email_asserted_by), not a proven mailbox.
+// It is ECONFLICT when the address has an account or the plan's seats are
+// full.
 func (s *Store) CreateSSOUser(ctx context.Context, orgID, email, name, role string) (*perch.User, error) {
 	now := s.now()
 	email, name = strings.TrimSpace(email), strings.TrimSpace(name)
-	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: true, OrgID: orgID, OrgRole: role, CreatedAt: now, UpdatedAt: now}
+	u := &perch.User{ID: newID(), Email: email, Name: name, OrgID: orgID, OrgRole: role, CreatedAt: now, UpdatedAt: now}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.seatFree(ctx, tx, orgID, now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
-			(id, org_id, org_role, joined_at, email, email_norm, name, email_verified, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, TRUE, ?, ?)`),
-			u.ID, orgID, role, ms(now), email, perch.NormalizeEmail(email), name, ms(now), ms(now))
+			(id, org_id, org_role, joined_at, email, email_norm, name, email_asserted_by, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			u.ID, orgID, role, ms(now), email, perch.NormalizeEmail(email), name, orgID, ms(now), ms(now))
 		if isUniqueViolation(err) {
 			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
 		}

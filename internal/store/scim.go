@@ -21,12 +21,17 @@ type SCIMUser struct {
 	Name       string
 	Disabled   bool
 	DisabledBy string // "admin", "scim", or "" (disabled before SCIM existed)
-	Linked     bool
-	UserName   string // the provider's userName; the e-mail address when not Linked
-	ExternalID string
-	Attributes string // JSON the server keeps for the provider (names, e-mails)
-	CreatedAt  time.Time
-	UpdatedAt  time.Time // the later of the account's and the SCIM record's
+	// Granted and EmailVerified are the account's platform-admin grant and
+	// proven mailbox, with which the caller tells a platform admin, whom
+	// an organisation's identity provider never manages.
+	Granted       bool
+	EmailVerified bool
+	Linked        bool
+	UserName      string // the provider's userName; the e-mail address when not Linked
+	ExternalID    string
+	Attributes    string // JSON the server keeps for the provider (names, e-mails)
+	CreatedAt     time.Time
+	UpdatedAt     time.Time // the later of the account's and the SCIM record's
 }
 
 // SCIMWrite is what a SCIM create, replace or patch sets: the account's
@@ -71,7 +76,7 @@ type SCIMCondition struct {
 // provider deactivated.
 const DisabledBySCIM = "scim"
 
-const scimUserColumns = `u.id, u.org_id, u.org_role, u.email, u.name, u.disabled_at IS NOT NULL, u.disabled_by,
+const scimUserColumns = `u.id, u.org_id, u.org_role, u.email, u.name, u.disabled_at IS NOT NULL, u.disabled_by, u.is_admin, u.email_verified,
 	su.user_id IS NOT NULL, COALESCE(su.user_name, u.email), COALESCE(su.external_id, ''), COALESCE(su.attributes, ''),
 	COALESCE(su.created_at, u.created_at), u.updated_at, COALESCE(su.updated_at, 0)`
 
@@ -80,7 +85,7 @@ const scimUserFrom = ` FROM users u LEFT JOIN scim_users su ON su.user_id = u.id
 func scanSCIMUser(row interface{ Scan(...any) error }) (*SCIMUser, error) {
 	var u SCIMUser
 	var created, updated, scimUpdated int64
-	if err := row.Scan(&u.ID, &u.OrgID, &u.Role, &u.Email, &u.Name, &u.Disabled, &u.DisabledBy,
+	if err := row.Scan(&u.ID, &u.OrgID, &u.Role, &u.Email, &u.Name, &u.Disabled, &u.DisabledBy, &u.Granted, &u.EmailVerified,
 		&u.Linked, &u.UserName, &u.ExternalID, &u.Attributes, &created, &updated, &scimUpdated); err != nil {
 		return nil, err
 	}
@@ -191,10 +196,10 @@ func (s *Store) putSCIMRecord(ctx context.Context, tx *sql.Tx, orgID, userID str
 }
 
 // CreateSCIMUser makes an account in orgID with role member, as its
-// identity provider asks: the address counts as verified and there is no
-// password (the member signs in through the organisation's single
-// sign-on). A taken userName or address is ECONFLICT naming it in Fields;
-// a full plan is ECONFLICT too.
+// identity provider asks, with no password (the member signs in through
+// the organisation's single sign-on). The address is the organisation's
+// assertion (email_asserted_by), not a proven mailbox. A taken userName or
+// address is ECONFLICT naming it in Fields; a full plan is ECONFLICT too.
 func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (*SCIMUser, error) {
 	id := newID()
 	var out *SCIMUser
@@ -211,9 +216,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 			disabledAt, disabledBy = sql.NullInt64{Int64: ms(now), Valid: true}, DisabledBySCIM
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
-			(id, org_id, org_role, joined_at, email, email_norm, name, email_verified, created_at, updated_at, disabled_at, disabled_by)
-			VALUES (?, ?, 'member', ?, ?, ?, ?, TRUE, ?, ?, ?, ?)`),
-			id, orgID, ms(now), strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name),
+			(id, org_id, org_role, joined_at, email, email_norm, name, email_asserted_by, created_at, updated_at, disabled_at, disabled_by)
+			VALUES (?, ?, 'member', ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			id, orgID, ms(now), strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), orgID,
 			ms(now), ms(now), disabledAt, disabledBy)
 		if isUniqueViolation(err) {
 			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
@@ -238,8 +243,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 // cannot lose one). Deactivating ends every session of the user in the
 // same transaction and answers them and the user's API tokens, for their
 // WebSockets; reactivating lifts only a SCIM deactivation (an account a
-// platform admin disabled is ECONFLICT). Taken names are as for
-// CreateSCIMUser.
+// platform admin disabled is ECONFLICT). A new address is the
+// organisation's assertion: the account's mailbox is no longer proven.
+// Taken names are as for CreateSCIMUser.
 func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change func(*SCIMUser) (SCIMWrite, error)) (*SCIMChange, error) {
 	c := &SCIMChange{}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -259,12 +265,15 @@ func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change
 			return perch.Errorf(perch.ECONFLICT, "A platform admin disabled this account; only a platform admin can enable it again.")
 		}
 		now := ms(s.now())
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, email_verified = TRUE, name = ?, updated_at = ?,
+		moved := perch.NormalizeEmail(w.Email) != perch.NormalizeEmail(before.Email)
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, name = ?, updated_at = ?,
+			email_verified = CASE WHEN ? THEN FALSE ELSE email_verified END,
+			email_asserted_by = CASE WHEN ? THEN ? ELSE email_asserted_by END,
 			disabled_at = CASE WHEN ? THEN NULL ELSE COALESCE(disabled_at, ?) END,
 			disabled_by = CASE WHEN ? THEN '' WHEN disabled_at IS NULL THEN ? ELSE disabled_by END
 			WHERE id = ?`),
 			strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), now,
-			w.Active, now, w.Active, DisabledBySCIM, userID)
+			moved, moved, orgID, w.Active, now, w.Active, DisabledBySCIM, userID)
 		if isUniqueViolation(err) {
 			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
 		}

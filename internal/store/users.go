@@ -31,7 +31,7 @@ func scanUser(row interface{ Scan(...any) error }, extra ...any) (*perch.User, e
 func (s *Store) CreateUser(ctx context.Context, name, email, passwordHash string) (*perch.User, error) {
 	var u *perch.User
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
-		u, err = s.createOwner(ctx, tx, name, email, passwordHash, false)
+		u, err = s.createOwner(ctx, tx, name, email, passwordHash)
 		return err
 	})
 	if err != nil {
@@ -40,21 +40,22 @@ func (s *Store) CreateUser(ctx context.Context, name, email, passwordHash string
 	return u, nil
 }
 
-// createOwner inserts an account and the organisation it owns, with its
-// address verified when verified.
-func (s *Store) createOwner(ctx context.Context, tx *sql.Tx, name, email, passwordHash string, verified bool) (*perch.User, error) {
+// createOwner inserts an account and the organisation it owns. Its mailbox
+// is not proven yet: only VerifyEmail, ResetPassword and a mailed
+// invitation prove one.
+func (s *Store) createOwner(ctx context.Context, tx *sql.Tx, name, email, passwordHash string) (*perch.User, error) {
 	now := s.now()
 	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
-	u := &perch.User{ID: newID(), Email: email, Name: name, EmailVerified: verified, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
+	u := &perch.User{ID: newID(), Email: email, Name: name, OrgRole: perch.RoleOwner, CreatedAt: now, UpdatedAt: now}
 	orgID, err := s.createOrg(ctx, tx, perch.OrgNameFor(name), now)
 	if err != nil {
 		return nil, err
 	}
 	u.OrgID = orgID
 	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users
-		(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, email_verified, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		u.ID, u.OrgID, u.OrgRole, ms(now), u.Email, perch.NormalizeEmail(email), u.Name, passwordHash, verified, ms(now), ms(now))
+		(id, org_id, org_role, joined_at, email, email_norm, name, password_hash, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		u.ID, u.OrgID, u.OrgRole, ms(now), u.Email, perch.NormalizeEmail(email), u.Name, passwordHash, ms(now), ms(now))
 	if isUniqueViolation(err) {
 		return nil, perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
 	}
@@ -149,6 +150,60 @@ func (s *Store) GrantAdmin(ctx context.Context, email string) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE users SET is_admin = TRUE, updated_at = ? WHERE email_norm = ?`),
 		ms(s.now()), perch.NormalizeEmail(email))
 	return expectOne(res, err, "User")
+}
+
+// SyncListedAdmins brings up to date the record of who is a platform admin
+// by PERCH_ADMIN_EMAILS (listed: the addresses, normalized), for the account
+// userID, or for every account when userID is "": an account whose address
+// is listed and whose mailbox is proven gains the mark, one that no longer
+// qualifies loses it. It answers the accounts that gained and lost it. Each
+// change is a conditional update, so however many instances sync at once,
+// each account is answered by one of them, once: the caller audits it.
+func (s *Store) SyncListedAdmins(ctx context.Context, listed []string, userID string) (granted, withdrawn []*perch.User, err error) {
+	qualifies, args := `FALSE`, []any{}
+	if len(listed) > 0 {
+		qualifies = `(email_verified AND email_norm IN (?` + strings.Repeat(`, ?`, len(listed)-1) + `))`
+		for _, e := range listed {
+			args = append(args, e)
+		}
+	}
+	only := ``
+	if userID != "" {
+		only, args = ` AND id = ?`, append(args, userID)
+	}
+	var gained, lost []string
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		gained, err = column[string](tx.QueryContext(ctx, s.q(`UPDATE users SET listed_admin = TRUE
+			WHERE NOT listed_admin AND `+qualifies+only+` RETURNING id`), args...))
+		if err != nil {
+			return err
+		}
+		lost, err = column[string](tx.QueryContext(ctx, s.q(`UPDATE users SET listed_admin = FALSE
+			WHERE listed_admin AND NOT `+qualifies+only+` RETURNING id`), args...))
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if granted, err = s.usersByID(ctx, gained); err != nil {
+		return nil, nil, err
+	}
+	withdrawn, err = s.usersByID(ctx, lost)
+	return granted, withdrawn, err
+}
+
+// usersByID reads the users with the ids, in that order.
+func (s *Store) usersByID(ctx context.Context, ids []string) ([]*perch.User, error) {
+	out := make([]*perch.User, 0, len(ids))
+	for _, id := range ids {
+		u, err := s.User(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // Org returns the organisation with the given ID, its seat counts and its

@@ -99,12 +99,12 @@ func TestInvitingAMemberOrAnInviteeAgainIsConflict(t *testing.T) {
 		dora := mustCreateUser(t, s, "Dora Somerville", "dora@example.com")
 
 		for _, email := range []string{"BOB@example.COM", " Ada@Example.com "} {
-			_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, email, perch.RoleMember, "inv-"+email)
+			_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, email, perch.RoleMember, "inv-"+email, "mail-inv-"+email)
 			wantCode(t, err, perch.ECONFLICT)
 		}
 
 		first := invite(t, s, ada, "carol@example.com", perch.RoleMember, "inv-carol-1")
-		_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, "Carol@Example.COM", perch.RoleAdmin, "inv-carol-2")
+		_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, "Carol@Example.COM", perch.RoleAdmin, "inv-carol-2", "mail-inv-carol-2")
 		wantCode(t, err, perch.ECONFLICT)
 		// Another organisation may invite her at the same time.
 		invite(t, s, dora, "carol@example.com", perch.RoleMember, "inv-carol-dora")
@@ -136,14 +136,14 @@ func TestSeatCapCountsMembersAndPendingInvitations(t *testing.T) {
 		if o := mustOrg(t, s, ada.OrgID); o.SeatCount != 2 || o.PendingInvitations != 23 {
 			t.Fatalf("seats = %d members + %d pending", o.SeatCount, o.PendingInvitations)
 		}
-		_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, "user26@example.com", perch.RoleMember, "inv-26")
+		_, err := s.CreateInvitation(ctx, ada.OrgID, ada.ID, "user26@example.com", perch.RoleMember, "inv-26", "mail-inv-26")
 		wantCode(t, err, perch.ECONFLICT)
 
 		if err := s.RevokeInvitation(ctx, ada.OrgID, invs[0].ID); err != nil {
 			t.Fatal(err)
 		}
 		invite(t, s, ada, "user26@example.com", perch.RoleMember, "inv-26")
-		_, err = s.CreateInvitation(ctx, ada.OrgID, ada.ID, "user27@example.com", perch.RoleMember, "inv-27")
+		_, err = s.CreateInvitation(ctx, ada.OrgID, ada.ID, "user27@example.com", perch.RoleMember, "inv-27", "mail-inv-27")
 		wantCode(t, err, perch.ECONFLICT)
 	})
 }
@@ -318,11 +318,13 @@ func TestCreateInvitedUser(t *testing.T) {
 		inv := invite(t, s, ada, "Bob@Example.com", perch.RoleAdmin, "inv-bob")
 		invite(t, s, ada, "carol@example.com", perch.RoleMember, "inv-carol")
 
+		// Bob signs up with the link Ada was shown: he joins, but it proves
+		// nothing about his mailbox.
 		u, err := s.CreateInvitedUser(ctx, "  Bob Babbage ", " bob@example.com ", "bob-hash", "inv-bob")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.Name != "Bob Babbage" || u.Email != "bob@example.com" || !u.EmailVerified || u.OrgID != ada.OrgID ||
+		if u.Name != "Bob Babbage" || u.Email != "bob@example.com" || u.EmailVerified || u.OrgID != ada.OrgID ||
 			u.OrgRole != perch.RoleAdmin || u.IsAdmin {
 			t.Fatalf("CreateInvitedUser = %+v", u)
 		}
@@ -338,10 +340,22 @@ func TestCreateInvitedUser(t *testing.T) {
 
 		_, err = s.CreateInvitedUser(ctx, "Bob Again", "bob@example.com", "h", "inv-bob")
 		wantCode(t, err, perch.EBADREQUEST)
+		_, err = s.CreateInvitedUser(ctx, "Bob Again", "bob@example.com", "h", "mail-inv-bob") // the other link of the same invitation
+		wantCode(t, err, perch.EBADREQUEST)
+
 		_, err = s.CreateInvitedUser(ctx, "Mallory", "mallory@example.com", "h", "inv-carol")
 		wantCode(t, err, perch.EFORBIDDEN)
 		_, _, err = s.UserCredentials(ctx, "mallory@example.com")
 		wantCode(t, err, perch.ENOTFOUND)
+
+		// Carol signs up with the link only mailed to her: her mailbox is proven.
+		carol, err := s.CreateInvitedUser(ctx, "Carol", "carol@example.com", "carol-hash", "mail-inv-carol")
+		if err != nil || !carol.EmailVerified || carol.OrgID != ada.OrgID {
+			t.Fatalf("CreateInvitedUser through the mailed link = %+v, %v", carol, err)
+		}
+		if got, err := s.User(ctx, carol.ID); err != nil || !got.EmailVerified {
+			t.Fatalf("User() = %+v, %v; want the mailbox proven", got, err)
+		}
 	})
 }
 

@@ -12,10 +12,11 @@ import (
 )
 
 // invite has inviter invite email into their organisation with role; the
-// link token's hash is hash.
+// hash of the link the inviter is shown is hash, of the mailed one
+// "mail-"+hash.
 func invite(tb testing.TB, s *store.Store, inviter *perch.User, email, role, hash string) *perch.Invitation {
 	tb.Helper()
-	inv, err := s.CreateInvitation(context.Background(), inviter.OrgID, inviter.ID, email, role, hash)
+	inv, err := s.CreateInvitation(context.Background(), inviter.OrgID, inviter.ID, email, role, hash, "mail-"+hash)
 	if err != nil {
 		tb.Fatalf("CreateInvitation(%q): %v", email, err)
 	}

@@ -183,18 +183,22 @@ func TestSCIMTokens(t *testing.T) {
 	})
 }
 
-// TestCreateSSOUser: an account made at sign-in is verified, passwordless,
-// in the organisation with the role, and counts against the seats.
+// TestCreateSSOUser: an account made at sign-in is passwordless, in the
+// organisation with the role, and counts against the seats; its address is
+// the organisation's assertion, not a proven mailbox.
 func TestCreateSSOUser(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
 		u, err := s.CreateSSOUser(ctx, ada.OrgID, "bob@example.com", "Bob", perch.RoleMember)
-		if err != nil || !u.EmailVerified || u.OrgID != ada.OrgID || u.OrgRole != perch.RoleMember {
+		if err != nil || u.EmailVerified || u.OrgID != ada.OrgID || u.OrgRole != perch.RoleMember {
 			t.Fatalf("CreateSSOUser = %+v, %v", u, err)
 		}
-		if got, hash, err := s.UserCredentials(ctx, "BOB@example.com"); err != nil || got.ID != u.ID || hash != "" || !got.EmailVerified {
+		if got, hash, err := s.UserCredentials(ctx, "BOB@example.com"); err != nil || got.ID != u.ID || hash != "" || got.EmailVerified {
 			t.Fatalf("UserCredentials = %+v, %q, %v", got, hash, err)
+		}
+		if got, err := s.AdminUser(ctx, u.ID); err != nil || got.EmailVerified || got.EmailAssertedBy != ada.OrgID {
+			t.Fatalf("AdminUser = %+v, %v; want the address asserted by %s, not proven", got, err, ada.OrgID)
 		}
 		_, err = s.CreateSSOUser(ctx, ada.OrgID, "bob@example.com", "Bob", perch.RoleMember)
 		wantCode(t, err, perch.ECONFLICT)
