@@ -96,6 +96,7 @@ const (
 	AuditSAMLTested          = "org.saml.tested"              // the settings checked
 	AuditSAMLDomainVerified  = "org.saml.domain_verified"     // a domain's DNS record found
 	AuditSCIMTokenCreated    = "org.scim_token.created"       // a new SCIM token, which replaces the old
+	AuditSSOSignInsEnded     = "org.saml.sign_ins_ended"      // enforced single sign-on ended a member's earlier sign-ins and switched their API tokens off
 	AuditSAMLProvisioned     = "auth.saml.provisioned"        // an account made at its first SAML sign-in (jit_provisioning)
 	AuditSCIMUserCreated     = "scim.user.created"            // an identity provider made an account in the organisation
 	AuditSCIMUserUpdated     = "scim.user.updated"            // changed its names, addresses or ids

@@ -101,5 +101,11 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 	s.syncListedAdmin(r, u.ID) // the mailed link proves the mailbox
 	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationAccepted, Target: userTarget(u.ID), OrgID: org.ID,
 		Changes: map[string]any{"from_org_id": u.OrgID}})
+	// Into an organisation that signs in with SAML alone, the sign-ins
+	// made another way (this one too) end here.
+	if err := s.ssoBinds(r, org.ID, u.ID); err != nil {
+		return err
+	}
 	return respond(w, http.StatusOK, org)
 }
+

@@ -82,6 +82,11 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 		s.audit(r, perch.AuditEntry{Action: perch.AuditMemberRoleChanged, Target: userTarget(target.ID),
 			Changes: map[string]any{"email": target.Email, "role": map[string]any{"from": target.Role, "to": in.Role}}})
 	}
+	if target.Role == perch.RoleOwner && in.Role != perch.RoleOwner { // no longer break-glass
+		if err := s.ssoBinds(r, actor.OrgID, target.ID); err != nil {
+			return err
+		}
+	}
 	return respond(w, http.StatusOK, m)
 }
 

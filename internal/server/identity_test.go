@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -300,4 +302,78 @@ func TestEveryAdminGrantIsAudited(t *testing.T) {
 			t.Fatalf("admin.revoked entries = %+v, %v", revoked, err)
 		}
 	})
+}
+
+// Finding 8j: turning enforce on left members' password-era sign-ins and
+// API tokens working for ever. Enforcement now ends them (and closes their
+// WebSockets) for every member it binds: at once when it starts, when
+// someone joins the organisation, and when an owner stops being one.
+func TestEnforcedSingleSignOnEndsEarlierSignIns(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		e := newSAMLEnv(t, s)
+		e.configure(nil)
+		signIn := func(acc *account) {
+			t.Helper()
+			d := expect(t, e.a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": acc.Email, "password": goodPassword}), 200).Data()
+			acc.Access, acc.Refresh = d["access_token"].(string), d["refresh_token"].(string)
+		}
+		bob, olga := e.invite("Bob Member", "member"), e.invite("Olga Owner", "owner")
+		signIn(bob)
+		signIn(olga)
+		tokenID := e.a.apiToken(bob, "laptop")
+		socket := dial(t, e.ts, bob.Token, "")
+		socket.ready()
+
+		e.configure(map[string]any{"enforce": true})
+		if got := socket.closeStatus(); got != 1008 {
+			t.Fatalf("bob's socket closed with %v, want 1008", got)
+		}
+		expect(t, e.a.call("GET", "/api/v1/users/me", bob.Access, nil), 401)
+		expect(t, e.a.call("GET", "/api/v1/users/me", bob.Token, nil), 401)
+		expect(t, e.a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": bob.Refresh}), 401)
+		for _, owner := range []*account{e.owner, olga} { // break-glass: owners keep every way in
+			expect(t, e.a.call("GET", "/api/v1/users/me", owner.Access, nil), 200)
+		}
+		if ended := e.audited(perch.AuditSSOSignInsEnded); len(ended) != 1 || ended[0].Target.ID != bob.ID ||
+			fmt.Sprint(ended[0].Changes["api_credentials_switched_off"]) != "1" {
+			t.Fatalf("sign_ins_ended entries = %+v", *ended[0])
+		}
+
+		// Through the organisation's SAML, bob may switch his token on again.
+		e.idp.AddUser("bob", "bobs idp password", bob.Email, "Bob")
+		b := samltest.NewBrowser(t)
+		p := b.Submit(e.idp.SignIn(b, e.loginURL(""), "bob", "bobs idp password"))
+		e.signedIn(b, p, samlDefaultTarget, bob.Email)
+		expect(t, e.a.call("PATCH", "/api/v1/tokens/"+tokenID, sessionOf(t, p), map[string]bool{"is_active": true}), 200)
+		expect(t, e.a.call("GET", "/api/v1/users/me", bob.Token, nil), 200)
+
+		// An owner who stops being one is bound from then on.
+		expect(t, e.a.call("PATCH", "/api/v1/org/members/"+olga.ID, e.owner.Access, map[string]string{"role": "admin"}), 200)
+		expect(t, e.a.call("GET", "/api/v1/users/me", olga.Access, nil), 401)
+
+		// Carol has an account of her own; joining the organisation ends
+		// the password sign-in she joined with.
+		carol := e.a.register("Carol")
+		expect(t, e.a.call("POST", "/api/v1/org/invitations", e.owner.Access, map[string]string{"email": carol.Email}), 201)
+		var token string
+		for token == "" { // past her verification mail
+			if link, err := url.Parse(e.a.mail.WaitFor(t, carol.Email).Link()); err == nil && link.Path == "/invitations/accept" {
+				token = link.Query().Get("token")
+			}
+		}
+		expect(t, e.a.call("POST", "/api/v1/org/invitations/accept", carol.Access, map[string]string{"token": token}), 200)
+		expect(t, e.a.call("GET", "/api/v1/users/me", carol.Access, nil), 401)
+	})
+}
+
+// sessionOf is the access token in the session cookie a sign-in set.
+func sessionOf(t *testing.T, p samltest.Page) string {
+	t.Helper()
+	for _, c := range p.Header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(c, perch.SessionCookie+"="); ok {
+			return strings.SplitN(v, ";", 2)[0]
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
 }

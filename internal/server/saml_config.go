@@ -128,7 +128,7 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 		DefaultRole: in.DefaultRole, EmailAttribute: in.EmailAttribute, AllowIDPInitiated: in.AllowIDPInitiated,
 		IDPMetadataXML: string(data), IDPMetadataURL: in.IDPMetadataURL, IDPEntityID: md.EntityID, IDPSSOURL: md.SSOURL,
 		IDPCertificates: certsPEM(md.Certs)}
-	_, err = s.store.SAMLConfig(ctx, orgID)
+	prev, err := s.store.SAMLConfig(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case perch.ENOTFOUND:
 		if s.opts.Secrets == nil {
@@ -160,6 +160,11 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 		changes["domains"] = *in.Domains
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLUpdated, Target: orgTarget(orgID), OrgID: orgID, Changes: changes})
+	if c.Enabled && c.Enforce && (prev == nil || !prev.Enabled || !prev.Enforce) {
+		if err := s.ssoBinds(r, orgID, ""); err != nil { // sign-ins made before it do not outlive it
+			return err
+		}
+	}
 	if !asAdmin {
 		s.checkDomains(r, orgID)
 	}

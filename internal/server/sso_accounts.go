@@ -101,3 +101,21 @@ func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) e
 	return perch.Errorf(perch.EFORBIDDEN,
 		"Your organisation signs in with single sign-on, not with %s: choose “Sign in with SSO” on the sign-in page.", method)
 }
+
+// ssoBinds ends what predates orgID's enforced single sign-on for the
+// members it binds (userID alone, when not ""): their sign-ins end and
+// their API tokens are switched off, and the WebSockets those opened close
+// on every instance. Called when enforcement starts, and when someone
+// becomes bound by it (joins the organisation, or stops being an owner).
+func (s *Server) ssoBinds(r *http.Request, orgID, userID string) error {
+	ended, err := s.store.EndSignInsBoundBySSO(r.Context(), orgID, userID)
+	if err != nil {
+		return err
+	}
+	for _, e := range ended {
+		s.revoked(r.Context(), e.UserID, e.Sessions, e.APITokens)
+		s.audit(r, perch.AuditEntry{Action: perch.AuditSSOSignInsEnded, Target: userTarget(e.UserID), OrgID: orgID,
+			Changes: map[string]any{"sessions_ended": len(e.Sessions), "api_credentials_switched_off": len(e.APITokens)}})
+	}
+	return nil
+}

@@ -171,3 +171,51 @@ func (s *Store) PruneSessions(ctx context.Context) (int64, error) {
 	})
 	return n, err
 }
+
+// EndedSignIns are the sign-ins a change ended and the API tokens it
+// switched off, of one user, for the caller to close the WebSockets they
+// opened.
+type EndedSignIns struct {
+	UserID    string
+	Sessions  []string
+	APITokens []string
+}
+
+// EndSignInsBoundBySSO ends every sign-in, and switches off every API token,
+// of the members of orgID whom its enforced single sign-on binds (all but
+// its owners, who keep every way in), or of the member userID alone when
+// it is not "": credentials made before the organisation required single
+// sign-on of them must not outlive that. An organisation that does not
+// enforce single sign-on, or an owner, is left alone. A member signs in
+// again through the organisation's SAML, and may switch their tokens on
+// again from there.
+func (s *Store) EndSignInsBoundBySSO(ctx context.Context, orgID, userID string) ([]EndedSignIns, error) {
+	var out []EndedSignIns
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		query, args := `SELECT u.id FROM users u JOIN saml_configs c ON c.org_id = u.org_id
+			WHERE u.org_id = ? AND u.org_role <> 'owner' AND c.enabled AND c.enforce`, []any{orgID}
+		if userID != "" {
+			query, args = query+` AND u.id = ?`, append(args, userID)
+		}
+		ids, err := column[string](tx.QueryContext(ctx, s.q(query+` ORDER BY u.id`), args...))
+		if err != nil {
+			return err
+		}
+		now := ms(s.now())
+		for _, id := range ids {
+			e := EndedSignIns{UserID: id}
+			if e.Sessions, err = s.revokeSessions(ctx, tx, id, "", now); err != nil {
+				return err
+			}
+			if e.APITokens, err = column[string](tx.QueryContext(ctx, s.q(`UPDATE api_tokens SET is_active = FALSE
+				WHERE user_id = ? AND is_active RETURNING id`), id)); err != nil {
+				return err
+			}
+			if len(e.Sessions)+len(e.APITokens) > 0 {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
