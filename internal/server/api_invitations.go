@@ -108,4 +108,3 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 	}
 	return respond(w, http.StatusOK, org)
 }
-
