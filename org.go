@@ -89,6 +89,22 @@ const (
 	VerifyEmailTTL   = 48 * time.Hour
 )
 
+// EmailLinkTTL is how long the single-use link that mail of kind carries
+// stays valid: 0 for kinds whose link is no credential (a test message,
+// the newsletter, a workflow's mail). Mail waiting in the outbox expires
+// with its link.
+func EmailLinkTTL(kind string) time.Duration {
+	switch kind {
+	case EmailVerify, EmailChange:
+		return VerifyEmailTTL
+	case EmailPasswordReset:
+		return PasswordResetTTL
+	case EmailInvitation:
+		return InvitationTTL
+	}
+	return 0
+}
+
 // Prefixes of the raw single-use link tokens.
 const (
 	InvitationTokenPrefix = "inv_"

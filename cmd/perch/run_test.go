@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/perch-dev/perch/internal/mail/mailtest"
-	"github.com/perch-dev/perch/internal/store"
 )
 
 func TestMain(m *testing.M) {
@@ -182,53 +181,6 @@ func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
 	}
 	if status, body := call(t, "POST", base+"/api/v1/auth/verify-email", "", map[string]string{"token": token}); status != 200 || body["data"].(map[string]any)["email_verified"] != true {
 		t.Fatalf("verify: %d %v", status, body)
-	}
-}
-
-// TestMailWithoutSMTPIsKeptInTheOutbox checks the default: no mail server,
-// the message is kept in the database, the log says one is waiting but not
-// its link (a credential), and perch admin outbox shows it to the operator.
-func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "perch.db")
-	logs := &syncBuffer{}
-	base := startServerLogging(t, map[string]string{"PERCH_DATABASE_URL": db}, logs)
-	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
-	st, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		kept, err := st.Outbox(context.Background(), 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(kept) == 1 && kept[0].To == "ada@example.com" && strings.Contains(kept[0].Link, "/verify-email?token=pem_") {
-			var out bytes.Buffer
-			env := map[string]string{"PERCH_DATABASE_URL": db}
-			if err := run(context.Background(), []string{"admin", "outbox"}, func(k string) string { return env[k] }, nil, &out, io.Discard); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(out.String(), kept[0].Link) || !strings.Contains(out.String(), "To: ada@example.com") {
-				t.Fatalf("perch admin outbox printed:\n%s", out.String())
-			}
-			// The send is logged once it is kept; the log never has the link.
-			for !strings.Contains(logs.String(), "mail waiting in the outbox") {
-				if time.Now().After(deadline) {
-					t.Fatalf("no log line says a mail is waiting:\n%s", logs.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if strings.Contains(logs.String(), "pem_") {
-				t.Fatalf("the log carries the verification link:\n%s", logs.String())
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox = %+v", kept)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

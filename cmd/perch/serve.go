@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -96,7 +97,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	mailer := mail.NewMailer(mailSettings.Source, st, logger)
+	mailer := mail.NewMailer(mailSettings.Source, st, box, logger)
+	sealOutbox(ctx, st, box, logger)
 
 	// Events: the hub hears everything fan-out carries; the writer stores and
 	// publishes. Both outlive the HTTP server's drain, which still needs them.
@@ -283,7 +285,8 @@ func openSecrets(c *config, st *store.Store, logger *slog.Logger) (*secrets.Box,
 	key := c.SecretKey
 	if key == nil {
 		if st.Dialect() != store.SQLite {
-			logger.Warn("no PERCH_SECRET_KEY: secrets such as the SMTP password cannot be stored in the database, nor the newsletter sent; " +
+			logger.Warn("no PERCH_SECRET_KEY: secrets such as the SMTP password cannot be stored in the database, nor the newsletter sent, " +
+				"and mail waiting in the outbox (no SMTP server) is kept without its links; " +
 				"set it to 32 random bytes in base64, e.g. from openssl rand -base64 32")
 			return nil, nil
 		}
@@ -300,10 +303,47 @@ func openSecrets(c *config, st *store.Store, logger *slog.Logger) (*secrets.Box,
 	return secrets.New(key)
 }
 
+// sealOutbox seals the mail an older Perch kept in the outbox in the clear.
+// Without a key it stays as it was, readable until its links expire.
+func sealOutbox(ctx context.Context, st *store.Store, box *secrets.Box, logger *slog.Logger) {
+	if box == nil {
+		return
+	}
+	n, err := st.SealOutbox(ctx, func(m mail.Message) []byte { return mail.Keep(m, box).Sealed })
+	if err != nil {
+		logger.Warn("sealing the mail kept in the outbox failed; the next start tries again", "err", err)
+	} else if n > 0 {
+		logger.Info("sealed the links of mail kept in the outbox before", "count", n)
+	}
+}
+
+// readSecrets returns what opens the secrets the server sealed, for the
+// operator's commands: as openSecrets, but it never makes the key file (a
+// file made by another user than the server's could lock the server out of
+// it). nil when there is no key.
+func readSecrets(c *config, st *store.Store) (*secrets.Box, error) {
+	key := c.SecretKey
+	if key == nil {
+		if st.Dialect() != store.SQLite {
+			return nil, nil
+		}
+		var err error
+		key, err = secrets.ReadKeyFile(filepath.Join(filepath.Dir(st.Path()), secrets.KeyFileName))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("secret key (PERCH_SECRET_KEY unset): %w", err)
+		}
+	}
+	return secrets.New(key)
+}
+
 // prune deletes expired sign-in tokens, SAML sign-ins never answered and
-// used assertions past their validity, notifications, workflow runs, given-up
-// workflow jobs and audit entries past their retention, and ended workflow
-// throttle windows, every ten minutes until ctx ends.
+// used assertions past their validity, mail kept in the outbox whose links
+// expired, notifications, workflow runs, given-up workflow jobs and audit
+// entries past their retention, and ended workflow throttle windows, every
+// ten minutes until ctx ends.
 func prune(ctx context.Context, st *store.Store, retention, auditRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(pruneEvery / 10) // a job runs once per pruneEvery across all instances
 	defer t.Stop()
@@ -351,6 +391,11 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 				logger.Warn("pruning SAML sign-ins failed", "err", err)
 			} else if n > 0 {
 				logger.Info("pruned expired SAML sign-ins and used assertions", "count", n)
+			}
+			if n, err := st.PruneOutbox(ctx); err != nil {
+				logger.Warn("pruning the outbox failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned mail kept in the outbox whose links expired", "count", n)
 			}
 			if n, err := st.PruneBillingEvents(ctx, time.Now().Add(-billingEventRetention)); err != nil {
 				logger.Warn("pruning billing events failed", "err", err)
@@ -486,6 +531,32 @@ const adminUsage = `usage:
 // outboxShown is how many kept messages perch admin outbox prints.
 const outboxShown = 20
 
+// printOutbox prints the mail waiting in the outbox, its links opened with
+// the key the server seals them with. A link that cannot be opened is
+// printed as the reason, never as the sealed value.
+func printOutbox(ctx context.Context, c *config, st *store.Store, stdout io.Writer) error {
+	box, err := readSecrets(c, st)
+	if err != nil {
+		return err
+	}
+	kept, err := st.Outbox(ctx, outboxShown)
+	if err != nil {
+		return fmt.Errorf("read the outbox: %w", err)
+	}
+	if len(kept) == 0 {
+		fmt.Fprintln(stdout, "The outbox is empty.")
+	}
+	for _, k := range kept {
+		m, err := k.Open(box)
+		link := m.Link
+		if err != nil {
+			link = "(cannot be shown: " + strings.TrimPrefix(err.Error(), "mail: ") + ")"
+		}
+		fmt.Fprintf(stdout, "To: %s\nSubject: %s\nLink: %s\n\n", m.To, m.Subject, link)
+	}
+	return nil
+}
+
 // admin runs operator commands against the database: `perch admin grant
 // EMAIL` and `perch admin outbox`.
 func admin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -509,17 +580,7 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer st.Close()
 	if args[0] == "outbox" {
-		kept, err := st.Outbox(ctx, outboxShown)
-		if err != nil {
-			return fmt.Errorf("read the outbox: %w", err)
-		}
-		if len(kept) == 0 {
-			fmt.Fprintln(stdout, "The outbox is empty.")
-		}
-		for _, m := range kept {
-			fmt.Fprintf(stdout, "To: %s\nSubject: %s\nLink: %s\n\n", m.To, m.Subject, m.Link)
-		}
-		return nil
+		return printOutbox(ctx, c, st, stdout)
 	}
 	email := args[1]
 	u, _, err := st.UserCredentials(ctx, email)

@@ -3,16 +3,18 @@
 //
 // Messages are rendered from embedded templates (see templates.go) and handed
 // to a [Sender]. [SMTP] delivers them through a mail server; [Outbox] logs
-// them and keeps them in the database when no server is configured, so a
-// fresh install works without one. [Mailer] picks between the two on every
-// send, because the admin settings can change the SMTP configuration while
-// the server runs.
+// them and keeps them in the database, sealed, when no server is
+// configured, so a fresh install works without one. [Mailer] picks between
+// the two on every send, because the admin settings can change the SMTP
+// configuration while the server runs.
 package mail
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/perch-dev/perch/internal/secrets"
 )
 
 // Message is one rendered e-mail to one recipient.
@@ -56,16 +58,18 @@ type Mailer struct {
 }
 
 // NewMailer returns a Mailer that sends through SMTP when source reports a
-// configuration and through an [Outbox] on store otherwise. A nil source
-// always means the outbox; a nil logger means slog.Default().
-func NewMailer(source ConfigSource, store OutboxStore, logger *slog.Logger) *Mailer {
+// configuration and through an [Outbox] on store, sealing with box,
+// otherwise. A nil source always means the outbox; a nil box withholds
+// the links and bodies of the mail the outbox keeps; a nil logger means
+// slog.Default().
+func NewMailer(source ConfigSource, store OutboxStore, box *secrets.Box, logger *slog.Logger) *Mailer {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	if source == nil {
 		source = StaticSource(Config{}, false)
 	}
-	return &Mailer{source: source, outbox: NewOutbox(store, logger), log: logger}
+	return &Mailer{source: source, outbox: NewOutbox(store, box, logger), log: logger}
 }
 
 // Send delivers m through the configured SMTP server, or keeps it in the

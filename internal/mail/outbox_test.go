@@ -5,35 +5,46 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/secrets"
 )
 
 // memStore is an in-memory OutboxStore.
 type memStore struct {
 	mu   sync.Mutex
-	msgs []Message
+	msgs []Kept
 	err  error // returned by SaveMail when set
 }
 
-func (s *memStore) SaveMail(_ context.Context, m Message) error {
+func (s *memStore) SaveMail(_ context.Context, k Kept) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
 	}
-	s.msgs = append(s.msgs, m)
+	s.msgs = append(s.msgs, k)
 	return nil
 }
 
-func (s *memStore) Messages() []Message {
+func (s *memStore) Messages() []Kept {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Message(nil), s.msgs...)
+	return append([]Kept(nil), s.msgs...)
+}
+
+func mustBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	box, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
 
 // jsonLogger returns a logger whose records land in buf as JSON lines.
@@ -55,17 +66,32 @@ func logRecords(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return recs
 }
 
-func TestOutboxStoresAndLogs(t *testing.T) {
+// The outbox keeps who a message is for and what it is about in the
+// clear, and its link and bodies sealed: the store is given nothing that
+// holds the link, and the key opens the message sent, whole.
+func TestOutboxStoresSealedAndLogs(t *testing.T) {
 	store := &memStore{}
+	box := mustBox(t)
 	logger, buf := jsonLogger()
 	m := PasswordReset("ada@example.org", "Ada", "https://perch.example.com/reset/tok")
 
-	if err := NewOutbox(store, logger).Send(t.Context(), m); err != nil {
+	if err := NewOutbox(store, box, logger).Send(t.Context(), m); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 
-	if got := store.Messages(); len(got) != 1 || got[0] != m {
-		t.Errorf("stored %+v, want exactly the message sent", got)
+	got := store.Messages()
+	if len(got) != 1 {
+		t.Fatalf("stored %d messages, want 1", len(got))
+	}
+	k := got[0]
+	if k.To != m.To || k.Subject != m.Subject || k.Kind != m.Kind || k.Link != "" || k.Text != "" || k.HTML != "" || k.Withheld || k.Sealed == nil {
+		t.Errorf("stored %+v, want the envelope in the clear and the rest sealed", k)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", k), "reset/tok") {
+		t.Errorf("what the store got holds the link: %+v", k)
+	}
+	if opened, err := k.Open(box); err != nil || opened != (Message{To: m.To, Subject: m.Subject, Kind: m.Kind, Link: m.Link, Text: m.Text, HTML: m.HTML}) {
+		t.Errorf("Open = %+v, %v; want the message sent", opened, err)
 	}
 	recs := logRecords(t, buf)
 	if len(recs) != 1 {
@@ -90,12 +116,58 @@ func TestOutboxStoreFailure(t *testing.T) {
 	logger, buf := jsonLogger()
 	m := VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok")
 
-	err := NewOutbox(store, logger).Send(t.Context(), m)
+	err := NewOutbox(store, mustBox(t), logger).Send(t.Context(), m)
 	if err == nil || !errors.Is(err, store.err) {
 		t.Fatalf("Send error = %v, want one wrapping %v", err, store.err)
 	}
 	if strings.Contains(buf.String(), "verify/tok") {
 		t.Errorf("the log carries the link:\n%s", buf)
+	}
+}
+
+// Without a key (PostgreSQL without PERCH_SECRET_KEY) the outbox keeps the
+// envelope and withholds the link and bodies, and the log says which
+// setting would keep them, without the link.
+func TestOutboxWithoutAKeyWithholdsTheLink(t *testing.T) {
+	store := &memStore{}
+	logger, buf := jsonLogger()
+	m := Invitation("bob@example.org", "Ada", "Analytical", "admin", "https://perch.example.com/invitations/accept?token=inv_tok")
+
+	if err := NewOutbox(store, nil, logger).Send(t.Context(), m); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+
+	got := store.Messages()
+	if len(got) != 1 || !got[0].Withheld || got[0].Sealed != nil || got[0].Link != "" || got[0].Text != "" || got[0].HTML != "" ||
+		got[0].To != m.To || got[0].Kind != perch.EmailInvitation {
+		t.Fatalf("stored %+v, want the envelope alone, withheld", got)
+	}
+	if opened, err := got[0].Open(mustBox(t)); !errors.Is(err, ErrWithheld) || opened.Link != "" || opened.To != m.To {
+		t.Errorf("Open = %+v, %v; want the envelope and ErrWithheld", opened, err)
+	}
+	recs := logRecords(t, buf)
+	if len(recs) != 1 || recs[0]["level"] != "WARN" || !strings.Contains(recs[0]["msg"].(string), "PERCH_SECRET_KEY") || recs[0]["to"] != m.To {
+		t.Errorf("log = %v, want one warning naming PERCH_SECRET_KEY", recs)
+	}
+	if strings.Contains(buf.String(), "inv_tok") {
+		t.Errorf("the log carries the link:\n%s", buf)
+	}
+}
+
+// A kept message opens only with the key it was sealed under; mail an
+// older Perch kept in the clear reads as it is.
+func TestKeptOpensOnlyWithItsKey(t *testing.T) {
+	box := mustBox(t)
+	k := Keep(VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok"), box)
+	if _, err := k.Open(mustBox(t)); !errors.Is(err, secrets.ErrOtherKey) {
+		t.Errorf("Open under another key = %v, want secrets.ErrOtherKey", err)
+	}
+	if m, err := k.Open(nil); !errors.Is(err, ErrNoKey) || m.Link != "" {
+		t.Errorf("Open without a key = %+v, %v; want ErrNoKey", m, err)
+	}
+	old := Kept{Message: Message{To: "ada@example.org", Subject: "Verify", Kind: perch.EmailVerify, Link: "https://perch.example.com/verify/old", Text: "t", HTML: "h"}}
+	if m, err := old.Open(nil); err != nil || m != old.Message {
+		t.Errorf("Open of mail kept in the clear = %+v, %v; want it as it is", m, err)
 	}
 }
 
@@ -116,7 +188,7 @@ func TestMailerChoosesPerSend(t *testing.T) {
 		defer mu.Unlock()
 		return cfg, configured, nil
 	}
-	ml := NewMailer(source, store, logger)
+	ml := NewMailer(source, store, mustBox(t), logger)
 	m := VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok")
 
 	if err := ml.Send(t.Context(), m); err != nil {
@@ -139,7 +211,7 @@ func TestMailerChoosesPerSend(t *testing.T) {
 
 func TestMailerSourceError(t *testing.T) {
 	boom := errors.New("settings unavailable")
-	ml := NewMailer(func(context.Context) (Config, bool, error) { return Config{}, false, boom }, &memStore{}, nil)
+	ml := NewMailer(func(context.Context) (Config, bool, error) { return Config{}, false, boom }, &memStore{}, nil, nil)
 	if err := ml.Send(t.Context(), Message{}); !errors.Is(err, boom) {
 		t.Errorf("Send error = %v, want one wrapping %v", err, boom)
 	}
@@ -148,7 +220,7 @@ func TestMailerSourceError(t *testing.T) {
 func TestMailerLogsWithoutPassword(t *testing.T) {
 	ts := startServer(t, serverOptions{})
 	logger, buf := jsonLogger()
-	ml := NewMailer(StaticSource(mustParse(t, ts.URL("smtp", testUser, testPass)), true), nil, logger)
+	ml := NewMailer(StaticSource(mustParse(t, ts.URL("smtp", testUser, testPass)), true), nil, nil, logger)
 
 	if err := ml.Send(t.Context(), VerifyEmail("ada@example.org", "", "https://perch.example.com/v")); err != nil {
 		t.Fatalf("Send: %v", err)

@@ -19,7 +19,7 @@ const KeyFileName = "perch.key"
 // it at once both end up with the one that was linked first. created says
 // whether this call made it.
 func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
-	key, err = readKeyFile(path)
+	key, err = ReadKeyFile(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, false, err
 	}
@@ -48,11 +48,14 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 		created = true
 		syncDir(dir)
 	}
-	key, err = readKeyFile(path)
+	key, err = ReadKeyFile(path)
 	return key, created, err
 }
 
-func readKeyFile(path string) ([]byte, error) {
+// ReadKeyFile returns the key in the file at path, which it never makes:
+// an error matching fs.ErrNotExist when there is none. It is for the
+// operator's commands, which read what the server sealed.
+func ReadKeyFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

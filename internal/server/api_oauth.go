@@ -87,7 +87,7 @@ func (s *Server) oauthStart(provider string) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.store.CreateOAuthFlow(r.Context(), auth.HashToken(state), *f); err != nil {
+		if err := s.store.CreateOAuthFlow(r.Context(), auth.HashToken(state), sealFlow(state, *f)); err != nil {
 			return err
 		}
 		s.setCookie(w, perch.OAuthCookie, perch.OAuthPath, state, int(perch.OAuthFlowTTL.Seconds()))
@@ -142,6 +142,9 @@ func (s *Server) oauthCallback(provider string) handlerFunc {
 			return nil
 		}
 		f, err := s.store.TakeOAuthFlow(r.Context(), auth.HashToken(state))
+		if err == nil {
+			f, err = openFlow(state, f)
+		}
 		switch {
 		case perch.ErrorCode(err) == perch.EINTERNAL:
 			return err

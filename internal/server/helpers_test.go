@@ -67,7 +67,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		Hub:                hub.New(),
 		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
 		AnonymousBroadcast: true,
-		Mailer:             mail.NewMailer(settings.Source, s, logger),
+		Mailer:             mail.NewMailer(settings.Source, s, box, logger),
 		MailSettings:       settings,
 		Secrets:            box,
 		Limiter:            limits,

@@ -22,6 +22,7 @@ import (
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -92,7 +93,7 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 		Hub:                hub.New(),
 		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
 		AnonymousBroadcast: true,
-		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, logger),
+		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, nil, logger),
 		Limiter:            limits,
 		BaseURL:            "http://perch.test",
 		AdminEmails:        []string{"root@example.com"},
@@ -109,7 +110,13 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	}
 	outbox := o.Mailer == nil
 	if outbox {
-		o.Mailer = mail.NewMailer(nil, s, logger)
+		// The outbox seals what it keeps, as serve's does, under a key of
+		// the test's own.
+		box, err := secrets.New(secrets.NewKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Mailer = mail.NewMailer(nil, s, box, logger)
 	}
 	o.Ingest = ingest.New(s, o.Fanout, logger)
 	writerCtx, stopWriter := context.WithCancel(context.Background())

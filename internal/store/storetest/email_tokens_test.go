@@ -215,13 +215,12 @@ func TestOutboxNewestFirst(t *testing.T) {
 		if list, err := s.Outbox(ctx, 10); err != nil || list == nil || len(list) != 0 {
 			t.Fatalf("empty Outbox = %v, %v; want an empty list", list, err)
 		}
-		msgs := []mail.Message{
-			{To: "ada@example.com", Subject: "Verify your address", Kind: perch.EmailVerify,
-				Link: "https://perch.example/verify?token=pem_1", Text: "Open the link.", HTML: "<p>Open the link.</p>"},
-			{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: perch.EmailInvitation,
-				Link: "https://perch.example/invite?token=inv_1", Text: "Ada invites you.", HTML: "<p>Ada invites you.</p>"},
-			{To: "ada@example.com", Subject: "Reset your password", Kind: perch.EmailPasswordReset,
-				Link: "https://perch.example/reset?token=pem_2", Text: "Reset it.", HTML: "<p>Reset it.</p>"},
+		// The store keeps what it is given: the envelope, and the link and
+		// bodies sealed (opaque bytes here) or withheld.
+		msgs := []mail.Kept{
+			{Message: mail.Message{To: "ada@example.com", Subject: "Verify your address", Kind: perch.EmailVerify}, Sealed: []byte("sealed one")},
+			{Message: mail.Message{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: perch.EmailInvitation}, Withheld: true},
+			{Message: mail.Message{To: "ada@example.com", Subject: "Reset your password", Kind: perch.EmailPasswordReset}, Sealed: []byte{0, 1, 2, 255}},
 		}
 		for _, m := range msgs {
 			if err := s.SaveMail(ctx, m); err != nil {
@@ -230,11 +229,11 @@ func TestOutboxNewestFirst(t *testing.T) {
 			clock.Advance(time.Second)
 		}
 		list, err := s.Outbox(ctx, 10)
-		if want := []mail.Message{msgs[2], msgs[1], msgs[0]}; err != nil || !reflect.DeepEqual(list, want) {
+		if want := []mail.Kept{msgs[2], msgs[1], msgs[0]}; err != nil || !reflect.DeepEqual(list, want) {
 			t.Fatalf("Outbox = %+v, %v; want %+v", list, err, want)
 		}
 		list, err = s.Outbox(ctx, 2)
-		if want := []mail.Message{msgs[2], msgs[1]}; err != nil || !reflect.DeepEqual(list, want) {
+		if want := []mail.Kept{msgs[2], msgs[1]}; err != nil || !reflect.DeepEqual(list, want) {
 			t.Fatalf("Outbox(limit 2) = %+v, %v; want %+v", list, err, want)
 		}
 	})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"testing"
 	"time"
@@ -14,31 +12,6 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
-
-// runWithSQL runs fn on each backend with a fresh store and a connection of
-// its own to the same database, for setting up what no store method
-// writes yet (an organisation's paid plan).
-func runWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
-	for _, b := range storetest.Backends {
-		t.Run(string(b), func(t *testing.T) {
-			dsn := storetest.DSN(t, b)
-			s, err := store.Open(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if err := s.Migrate(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open(map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "pgx"}[b], dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			fn(t, s, db)
-		})
-	}
-}
 
 // notify stores one notification from source at the store's clock.
 func notify(tb testing.TB, s *store.Store, source string) {
@@ -50,7 +23,7 @@ func notify(tb testing.TB, s *store.Store, source string) {
 }
 
 func TestMetricsSummary(t *testing.T) {
-	runWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
 		s.Now = clock.Now

@@ -42,11 +42,73 @@ func Run(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	}
 }
 
+// RunWithSQL is Run with, beside each store, a connection of its own to the
+// same database: for setting up what no store method writes, and for
+// reading rows as they are at rest, as whoever holds a copy of the
+// database would.
+func RunWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(string(b), func(t *testing.T) {
+			dsn := DSN(t, b)
+			s := open(t, b, dsn)
+			db, err := sql.Open(map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "pgx"}[b], dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			fn(t, s, db)
+		})
+	}
+}
+
+// Table is every row of table written out, one line per row, each column
+// as text: what a test looks through for a secret that must not be there.
+func Table(tb testing.TB, db *sql.DB, table string) string {
+	tb.Helper()
+	rows, err := db.Query(`SELECT * FROM ` + table)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			tb.Fatal(err)
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			fmt.Fprintf(&out, "%s=%v\t", cols[i], v)
+		}
+		out.WriteString("\n")
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out.String()
+}
+
 // New returns a fresh, migrated store of the given dialect, closed and
 // removed when tb ends.
 func New(tb testing.TB, dialect store.Dialect) *store.Store {
 	tb.Helper()
-	dsn := DSN(tb, dialect)
+	return open(tb, dialect, DSN(tb, dialect))
+}
+
+// open opens and migrates the store of dsn, closed when tb ends.
+func open(tb testing.TB, dialect store.Dialect, dsn string) *store.Store {
+	tb.Helper()
 	s, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		tb.Fatalf("open %s: %v", dialect, err)
