@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
@@ -253,17 +254,35 @@ func (s *Server) toSignIn(w http.ResponseWriter, r *http.Request, message string
 // identity provider's response (HTTP-POST binding). Accepted, it signs the
 // user in as password sign-in does, sets the dashboard's session cookies
 // and sends the browser on to the page the sign-in was started for;
-// refused, back to sign in with the reason. Every outcome is audited.
+// refused, back to sign in with the reason.
+//
+// Anyone may post here, so the work is bounded before the response is
+// parsed (readXML), and it is parsed once. A refusal is audited in the
+// organisation's log only once the response's signature verified against
+// the organisation's identity provider's certificate; before that, nothing
+// shows the organisation it names had any part in it, and the refusal goes
+// to the server's log (samlUnverified).
 func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength > maxSAMLForm {
+		return s.samlUnverified(w, r, "", errSAMLTooLarge)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSAMLForm)
 	if err := r.ParseForm(); err != nil {
-		if _, big := errors.AsType[*http.MaxBytesError](err); big {
-			return err
+		if big, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			if big.Limit != maxSAMLForm { // the server's own limit, which every route answers alike
+				return err
+			}
+			return s.samlUnverified(w, r, "", errSAMLTooLarge)
 		}
-		return s.samlRefused(w, r, "", "", refuse("The sign-in response cannot be read."))
+		return s.samlUnverified(w, r, "", refuse("The sign-in response cannot be read."))
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(r.PostForm.Get("SAMLResponse")))
 	if err != nil || len(raw) == 0 {
-		return s.samlRefused(w, r, "", "", refuse("The identity provider sent no SAML response."))
+		return s.samlUnverified(w, r, "", refuse("The identity provider sent no SAML response."))
+	}
+	doc, err := readXML(raw)
+	if err != nil {
+		return s.samlUnverified(w, r, "", err)
 	}
 	relay := r.PostForm.Get("RelayState")
 	ctx := r.Context()
@@ -276,7 +295,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 		if req, err = s.store.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
 			req = nil
 		} else if err != nil {
-			return s.samlRefused(w, r, "", "", err)
+			return s.samlUnverified(w, r, "", err)
 		}
 	}
 	var orgID, reqID, target string
@@ -284,30 +303,39 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	case req != nil:
 		orgID, reqID, target = req.OrgID, req.ID, req.Target
 	case perch.LocalPath(relay): // an identity provider may name the page to end on
-		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), relay
+		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), relay
 	default:
-		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
+		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
 	}
 	cfg, err := s.store.SAMLConfig(ctx, orgID)
 	switch {
 	case orgID == "" || perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
-		return s.samlRefused(w, r, orgID, "", refuse("Single sign-on is not enabled for the organisation this response is for."))
+		return s.samlUnverified(w, r, orgID, refuse("Single sign-on is not enabled for the organisation this response is for."))
 	case err != nil:
-		return s.samlRefused(w, r, orgID, "", err)
+		return s.samlUnverified(w, r, orgID, err)
 	}
 	certs, err := parseCertsPEM(cfg.IDPCertificates)
 	if err != nil {
-		return s.samlRefused(w, r, orgID, "", err)
+		return s.samlUnverified(w, r, orgID, err)
 	}
-	id, err := verifySAMLResponse(raw, samlTrust{
+	trust := samlTrust{
 		idpEntityID: cfg.IDPEntityID, certs: certs, audience: s.samlEntityID(orgID), acsURL: s.samlACSURL(),
 		requestID: reqID, allowIDPInitiated: cfg.AllowIDPInitiated, emailAttribute: cfg.EmailAttribute, now: s.now(),
-	})
+	}
+	signed, err := trust.verifySignatures(doc)
+	if err != nil {
+		return s.samlUnverified(w, r, orgID, err)
+	}
+
+	// From here on the response is the organisation's identity
+	// provider's, and every refusal is audited for the organisation.
+	id, err := trust.check(signed)
 	if err != nil {
 		return s.samlRefused(w, r, orgID, "", err)
 	}
 
-	// The library's checks of the same response, after Perch's.
+	// The library's checks of the same response, after Perch's: its parser
+	// reads only what Perch's signature checks passed.
 	sp, _, err := s.serviceProvider(cfg, nil)
 	if err != nil {
 		return s.samlRefused(w, r, orgID, id.Email, err)
@@ -364,11 +392,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 // claimedOrg reads, without trusting it, the organisation a response's
 // audience names: its entity ID is prefix followed by the organisation's
 // ID. "" when it names none.
-func claimedOrg(raw []byte, prefix string) string {
-	doc, err := readXML(raw)
-	if err != nil {
-		return ""
-	}
+func claimedOrg(doc *etree.Document, prefix string) string {
 	for _, el := range doc.FindElements("//Audience") {
 		if v, ok := cleanText(el); ok {
 			if id, ok := strings.CutPrefix(v, prefix); ok && id != "" {
@@ -381,9 +405,28 @@ func claimedOrg(raw []byte, prefix string) string {
 	return ""
 }
 
-// samlRefused audits a refused sign-in and sends the browser back to sign
-// in with the reason; an error of the server's own is logged and told in
-// general terms.
+// samlUnverified refuses a response that is not shown to come from the
+// identity provider of the organisation it names (claimedOrg, "" for
+// none): anyone can post one, naming any organisation, so it is told to
+// the server's log, not the organisation's audit log, which an attacker
+// could otherwise fill. The browser goes back to sign in with the reason.
+func (s *Server) samlUnverified(w http.ResponseWriter, r *http.Request, claimedOrg string, err error) error {
+	message := perch.ErrorMessage(err)
+	switch perch.ErrorCode(err) {
+	case perch.EINTERNAL, perch.EUNAVAILABLE:
+		s.log.Error("saml: sign-in failed", "claimed_org_id", claimedOrg, "err", err, "request_id", requestID(r))
+		message = "Single sign-on failed on this server; try again in a moment."
+	default:
+		s.log.Info("saml: sign-in refused before the response was verified", "claimed_org_id", claimedOrg,
+			"reason", message, "request_id", requestID(r))
+	}
+	return s.toSignIn(w, r, message)
+}
+
+// samlRefused audits for the organisation a refused sign-in whose response
+// its identity provider signed, and sends the browser back to sign in with
+// the reason; an error of the server's own is logged and told in general
+// terms.
 func (s *Server) samlRefused(w http.ResponseWriter, r *http.Request, orgID, email string, err error) error {
 	message := perch.ErrorMessage(err)
 	switch perch.ErrorCode(err) {
