@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/subtle"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -23,6 +24,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -204,8 +206,9 @@ func samlTarget(redirect, deviceSession string) string {
 // samlLogin serves GET /api/v1/auth/saml/login?org_id=&redirect=&device_session=:
 // it starts a sign-in at the organisation's identity provider with a
 // signed AuthnRequest (HTTP-Redirect). The request is remembered with a
-// random RelayState and the page to end on, for the answer. Anything that
-// stops it sends the browser back to sign in, with the reason.
+// random RelayState and the page to end on, for the answer, and bound to
+// this browser (setSAMLBinding). Anything that stops it sends the browser
+// back to sign in, with the reason.
 func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	cfg, err := s.store.SAMLConfig(r.Context(), q.Get("org_id"))
@@ -228,9 +231,10 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	relay := rand.Text()
+	relay, browser := rand.Text(), rand.Text()
 	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: req.ID, OrgID: cfg.OrgID, RelayState: relay,
-		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
+		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), BrowserHash: auth.HashToken(browser),
+		ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
 	if err != nil {
 		return err
 	}
@@ -238,6 +242,7 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.setSAMLBinding(w, browser, int(perch.SAMLRequestTTL.Seconds()))
 	w.Header().Set("Location", to.String())
 	w.WriteHeader(http.StatusFound)
 	return nil
@@ -263,6 +268,8 @@ func (s *Server) toSignIn(w http.ResponseWriter, r *http.Request, message string
 // shows the organisation it names had any part in it, and the refusal goes
 // to the server's log (samlUnverified).
 func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
+	// The browser's binding served this one answer, whatever it is.
+	s.setSAMLBinding(w, "", -1)
 	if r.ContentLength > maxSAMLForm {
 		return s.samlUnverified(w, r, "", errSAMLTooLarge)
 	}
@@ -287,9 +294,9 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	relay := r.PostForm.Get("RelayState")
 	ctx := r.Context()
 
-	// The organisation: the one the sign-in was started for, or, for a
-	// sign-in the identity provider started, the one the assertion claims
-	// to be for (which the checks then hold it to).
+	// The organisation: the one the sign-in was started for, in this
+	// browser, or, for a sign-in the identity provider started, the one the
+	// assertion claims to be for (which the checks then hold it to).
 	var req *store.SAMLRequest
 	if relay != "" {
 		if req, err = s.store.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
@@ -302,6 +309,9 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case req != nil:
 		orgID, reqID, target = req.OrgID, req.ID, req.Target
+		if !sameBrowser(r, req) {
+			return s.samlUnverified(w, r, orgID, refuse("This sign-in was started in another browser, or too long ago: start again in this browser."))
+		}
 	case perch.LocalPath(relay): // an identity provider may name the page to end on
 		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), relay
 	default:
@@ -387,6 +397,43 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", target)
 	w.WriteHeader(http.StatusFound)
 	return nil
+}
+
+// samlBindingCookie holds the secret that binds a sign-in started at Perch
+// to the browser that started it (DESIGN.md §13): without it, a response
+// to a sign-in someone started in their own browser, posted from another
+// person's browser by a page they visit, would sign that person in to the
+// first one's account (login CSRF). Only its hash is stored, with the
+// request. A browser keeps one: a second sign-in started in it replaces
+// the first's, as the OAuth state cookie does.
+const samlBindingCookie = "perch_saml"
+
+// setSAMLBinding sets the binding cookie for maxAge seconds (a negative
+// maxAge removes it), sent to the ACS alone and never to scripts. The
+// identity provider's page posts the response to the ACS from its own
+// site, and browsers send a SameSite=Lax cookie on no cross-site POST: over
+// https it is SameSite=None and Secure. Over http (a development server)
+// SameSite=None is not allowed without Secure, and the attribute is left
+// out: Firefox and Safari send such a cookie, Chrome sends it on a
+// cross-site POST within two minutes of setting it, and an identity
+// provider on the same host (another port) is not cross-site at all.
+func (s *Server) setSAMLBinding(w http.ResponseWriter, secret string, maxAge int) {
+	c := &http.Cookie{Name: samlBindingCookie, Value: secret, Path: samlACSPath, MaxAge: maxAge, HttpOnly: true}
+	if strings.HasPrefix(s.opts.BaseURL, "https://") {
+		c.Secure, c.SameSite = true, http.SameSiteNoneMode
+	}
+	http.SetCookie(w, c)
+}
+
+// sameBrowser reports whether r comes from the browser that started req:
+// its binding cookie's hash is the one stored with the request. A request
+// stored without one (started before browsers were bound) matches none.
+func sameBrowser(r *http.Request, req *store.SAMLRequest) bool {
+	c, err := r.Cookie(samlBindingCookie)
+	if err != nil || c.Value == "" || req.BrowserHash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(auth.HashToken(c.Value)), []byte(req.BrowserHash)) == 1
 }
 
 // claimedOrg reads, without trusting it, the organisation a response's

@@ -21,7 +21,8 @@ import (
 )
 
 // The tests of the assertion consumer service's defences: its bounds on
-// what it reads, and whose audit log a refusal goes to.
+// what it reads, the binding of a sign-in to its browser, and whose audit
+// log a refusal goes to.
 
 // hostileResponse is a SAMLResponse document of n elements inside the
 // root, each made by one(i), as an attacker posts it without signing in.
@@ -185,6 +186,88 @@ func roomy(t *testing.T, what string, doc []byte) {
 	}
 }
 
+// TestSAMLBindsTheSignInToItsBrowser: a sign-in started at Perch is
+// finished only by the browser that started it. The response to browser
+// A's sign-in, brought by a browser without A's cookie (none, or its own
+// sign-in's), is refused with a message that says to start again in this
+// browser, and leaves A's sign-in as it was: A finishes it afterwards. A
+// page that posts a response for a sign-in someone started in their own
+// browser cannot make another browser finish it (login CSRF). A response
+// to no sign-in, where the organisation allows those, needs no cookie.
+func TestSAMLBindsTheSignInToItsBrowser(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		e := newSAMLEnv(t, s)
+		bob := e.invite("Bob Member", "member")
+		e.configure(nil)
+		e.idp.AddUser("bob", "bobs idp password", bob.Email, "Bob")
+
+		// The cookie: HttpOnly, for the ACS alone, as long as the sign-in
+		// waits; over http (this server), without SameSite.
+		a := samltest.NewBrowser(t)
+		start := a.Get(e.loginURL(""))
+		cookie := setCookie(start, samlBindingCookie)
+		if cookie == nil || cookie.Value == "" || !cookie.HttpOnly || cookie.Path != samlACSPath ||
+			cookie.MaxAge != int(perch.SAMLRequestTTL.Seconds()) || strings.Contains(cookie.Raw, "SameSite") || cookie.Secure {
+			t.Fatalf("the binding cookie is %+v", cookie)
+		}
+		form := e.idp.SignIn(a, e.loginURL(""), "bob", "bobs idp password")
+
+		other := samltest.NewBrowser(t)
+		e.idp.SignIn(other, e.loginURL(""), "bob", "bobs idp password") // a sign-in of its own, and its cookie
+		for name, b := range map[string]*samltest.Browser{"no cookie": samltest.NewBrowser(t), "another sign-in's cookie": other} {
+			t.Run(name, func(t *testing.T) {
+				p := b.Submit(form)
+				refusedWith(t, p, "start again in this browser")
+				if c := setCookie(p, samlBindingCookie); c == nil || c.MaxAge >= 0 || c.Path != samlACSPath {
+					t.Errorf("the refusal leaves the binding cookie: %+v", c)
+				}
+			})
+		}
+		if n := len(e.failuresAudited(e.owner.OrgID)); n != 0 {
+			t.Errorf("%d refusals audited for the organisation before any signature was verified, want 0", n)
+		}
+
+		// A finishes: its sign-in was not used up by the refusals.
+		p := a.Submit(form)
+		e.signedIn(a, p, samlDefaultTarget, bob.Email)
+		if c := setCookie(p, samlBindingCookie); c == nil || c.MaxAge >= 0 {
+			t.Errorf("the sign-in leaves the binding cookie: %+v", c)
+		}
+
+		// Started at the identity provider: no sign-in to bind, no cookie.
+		e.configure(map[string]any{"allow_idp_initiated": true})
+		b := samltest.NewBrowser(t)
+		e.signedIn(b, e.post(b, e.forger().Response(t, e.spec(bob.Email, "")), ""), samlDefaultTarget, bob.Email)
+	})
+}
+
+// setCookie is the cookie named name that p sets, or nil.
+func setCookie(p samltest.Page, name string) *http.Cookie {
+	for _, line := range p.Header.Values("Set-Cookie") {
+		if c, err := http.ParseSetCookie(line); err == nil && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// TestSAMLBindingCookieOverHTTPS: the identity provider posts to the ACS
+// from its own site, which sends no SameSite=Lax cookie with it, so over
+// https the cookie is SameSite=None, and Secure as that requires.
+func TestSAMLBindingCookieOverHTTPS(t *testing.T) {
+	for base, want := range map[string]string{
+		"https://perch.example.com": "perch_saml=secret; Path=/api/v1/auth/saml/acs; Max-Age=600; HttpOnly; Secure; SameSite=None",
+		"http://localhost:8080":     "perch_saml=secret; Path=/api/v1/auth/saml/acs; Max-Age=600; HttpOnly",
+	} {
+		s := &Server{opts: Options{BaseURL: base}}
+		rec := httptest.NewRecorder()
+		s.setSAMLBinding(rec, "secret", int(perch.SAMLRequestTTL.Seconds()))
+		if got := rec.Header().Get("Set-Cookie"); got != want {
+			t.Errorf("over %s: Set-Cookie %q, want %q", base, got, want)
+		}
+	}
+}
+
 // TestSAMLAuditsOnlyWhatTheIdPSigned: anyone can post a response naming an
 // organisation (its audience, or the RelayState of a sign-in they started
 // themselves); until its signature verifies against the organisation's
@@ -250,12 +333,15 @@ func BenchmarkSAMLACS(b *testing.B) {
 	})
 	bob := e.invite("Bob Member", "member")
 	e.configure(map[string]any{"allow_idp_initiated": true})
-	acs := func(body string, streamed bool) *httptest.ResponseRecorder {
+	acs := func(body, cookie string, streamed bool) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", samlACSPath, strings.NewReader(body))
 		if streamed {
 			req.Body, req.ContentLength = io.NopCloser(struct{ io.Reader }{strings.NewReader(body)}), -1
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: samlBindingCookie, Value: cookie})
+		}
 		rec := httptest.NewRecorder()
 		e.a.srv.ServeHTTP(rec, req)
 		return rec
@@ -268,7 +354,7 @@ func BenchmarkSAMLACS(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if rec := acs(body, streamed); rec.Code != http.StatusFound || !strings.Contains(rec.Header().Get("Location"), url.QueryEscape(want)) {
+				if rec := acs(body, "", streamed); rec.Code != http.StatusFound || !strings.Contains(rec.Header().Get("Location"), url.QueryEscape(want)) {
 					b.Fatalf("answered %d %q", rec.Code, rec.Header().Get("Location"))
 				}
 			}
@@ -279,27 +365,30 @@ func BenchmarkSAMLACS(b *testing.B) {
 	b.Run("refused=60000 siblings", refused(siblings(60_000), false, "more than 2000 elements"))
 
 	b.Run("accepted=150 groups", func(b *testing.B) {
-		made := func() string {
+		type signIn struct{ body, cookie string }
+		made := func() signIn {
 			rec := httptest.NewRecorder()
 			e.a.srv.ServeHTTP(rec, httptest.NewRequest("GET", e.loginURL(""), nil))
-			u, err := url.Parse(rec.Header().Get("Location"))
-			if err != nil || rec.Code != http.StatusFound {
-				b.Fatalf("login: %d %q", rec.Code, rec.Header().Get("Location"))
+			p := samltest.Page{Status: rec.Code, Location: rec.Header().Get("Location"), Header: rec.Header()}
+			u, err := url.Parse(p.Location)
+			cookie := setCookie(p, samlBindingCookie)
+			if err != nil || cookie == nil {
+				b.Fatalf("login: %d %q", p.Status, p.Location)
 			}
 			spec := e.spec(bob.Email, authnRequestID(b, u))
 			spec.SignResponse = true
 			for i := range 150 {
 				spec.Groups = append(spec.Groups, fmt.Sprintf("a1b2c3d4-0000-4000-8000-%012d", i))
 			}
-			return url.Values{"SAMLResponse": {samltest.Encode(b, e.forger().Response(b, spec))},
-				"RelayState": {u.Query().Get("RelayState")}}.Encode()
+			return signIn{url.Values{"SAMLResponse": {samltest.Encode(b, e.forger().Response(b, spec))},
+				"RelayState": {u.Query().Get("RelayState")}}.Encode(), cookie.Value}
 		}
 		b.ReportAllocs()
 		b.StopTimer()
 		for i := 0; i < b.N; i++ {
 			next := made()
 			b.StartTimer()
-			rec := acs(next, false)
+			rec := acs(next.body, next.cookie, false)
 			b.StopTimer()
 			if rec.Code != http.StatusFound || rec.Header().Get("Location") != samlDefaultTarget {
 				b.Fatalf("answered %d %q", rec.Code, rec.Header().Get("Location"))
