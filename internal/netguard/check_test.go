@@ -67,6 +67,13 @@ var refusedAddrs = []struct{ addr, why string }{
 	{"64:ff9b::10.0.0.5", "NAT64 address for 10.0.0.5, which is private"},
 	{"2002:7f00:1::1", "6to4 address for 127.0.0.1"},
 	{"2002:a00:5::1", "6to4 address for 10.0.0.5"},
+	// Every form of the cloud metadata address.
+	{"64:ff9b::169.254.169.254", "NAT64 address for 169.254.169.254, which is a cloud metadata address"},
+	{"2002:a9fe:a9fe::", "6to4 address for 169.254.169.254, which is a cloud metadata address"},
+	{"2002:a9fe:a9fe:1234::1", "6to4 address for 169.254.169.254"},
+	{"::ffff:0:169.254.169.254", "IPv4-translated address for 169.254.169.254"},
+	{"64:ff9b::100.100.100.200", "NAT64 address for 100.100.100.200, which is a cloud metadata address"},
+	{"2002:6464:64c8::", "6to4 address for 100.100.100.200"},
 }
 
 // publicAddrs are allowed; they are only parsed, never dialled.
@@ -138,6 +145,28 @@ func TestCheckRefusesTheZeroAddr(t *testing.T) {
 	for _, g := range []*Guard{nil, {}, {AllowPrivate: true}} {
 		if err := g.Check(netip.Addr{}); !errors.Is(err, ErrRefused) {
 			t.Errorf("Check(netip.Addr{}) = %v, want a refusal", err)
+		}
+	}
+}
+
+// TestCheckAllowLoopbackAllowsTheHostAlone: AllowLoopback lets the host's
+// own loopback addresses through, and nothing else the guard refuses: not
+// the forms that carry a loopback address to another host (NAT64, 6to4,
+// IPv4-compatible, IPv4-translated), nor any private or metadata address.
+func TestCheckAllowLoopbackAllowsTheHostAlone(t *testing.T) {
+	g := Guard{AllowLoopback: true}
+	for _, addr := range []string{"127.0.0.1", "127.255.255.254", "::1", "::ffff:127.0.0.1"} {
+		if err := g.Check(netip.MustParseAddr(addr)); err != nil {
+			t.Errorf("Check(%s) with AllowLoopback = %v, want nil", addr, err)
+		}
+	}
+	for _, tt := range refusedAddrs {
+		a := netip.MustParseAddr(tt.addr)
+		if a.Unmap().IsLoopback() {
+			continue
+		}
+		if err := g.Check(a); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.why) {
+			t.Errorf("Check(%s) with AllowLoopback = %v, want a refusal saying %q", tt.addr, err, tt.why)
 		}
 	}
 }

@@ -1,8 +1,9 @@
-// Package netguard keeps a workflow's forward step, which POSTs to a URL an
-// organisation chose, from reaching into the network Perch runs in: the
-// host itself, private networks and the clouds' metadata services
-// (DESIGN.md §11). It also signs what is forwarded, so that receivers can
-// tell Perch's requests from anyone else's.
+// Package netguard keeps every outbound call to a URL someone else chose (a
+// workflow's forward step, an identity provider's metadata URL) from
+// reaching into the network Perch runs in: the host itself, private
+// networks and the clouds' metadata services (DESIGN.md §11, §13). It also
+// signs what is forwarded, so that receivers can tell Perch's requests from
+// anyone else's.
 package netguard
 
 import (
@@ -27,8 +28,8 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// Guard refuses outbound connections to addresses a workflow's forward step
-// must not reach: loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7),
+// Guard refuses outbound connections to addresses such a call must not
+// reach: loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7),
 // link-local (169.254/16, fe80::/10), cloud metadata (169.254.169.254,
 // fd00:ec2::254, 100.100.100.200), shared (100.64/10), unspecified (0.0.0.0,
 // ::) and "this network" (0/8), multicast, broadcast and reserved (240/4),
@@ -36,13 +37,21 @@ type Resolver interface {
 // outside 2000::/3, and the IPv4-mapped, IPv4-compatible, IPv4-translated,
 // NAT64 (64:ff9b::/96) and 6to4 forms of any refused IPv4 address.
 // AllowPrivate (PERCH_WORKFLOW_ALLOW_PRIVATE=true) allows all addresses, for
-// installations whose receivers live on their own network.
+// installations whose receivers live on their own network. AllowLoopback
+// allows the host's own loopback addresses and nothing else refused.
 //
 // The zero Guard refuses and resolves with net.DefaultResolver. A Guard is
 // safe for concurrent use.
 type Guard struct {
 	AllowPrivate bool
-	Resolver     Resolver // nil: net.DefaultResolver
+	// AllowLoopback lets 127.0.0.0/8 and ::1 through (in any spelling that
+	// is one of them, ::ffff:127.0.0.1 included), for tests and development
+	// servers whose counterpart listens on the same host. Forms that only
+	// carry a loopback address to another host, NAT64 (64:ff9b::7f00:1) or
+	// 6to4, stay refused, as does every private, link-local and metadata
+	// address.
+	AllowLoopback bool
+	Resolver      Resolver // nil: net.DefaultResolver
 
 	// Tests only: the dialer under the guard (nil: a net.Dialer), and
 	// addresses let through whatever the rules say.
@@ -65,7 +74,7 @@ func (g *Guard) refusal(ip netip.Addr) string {
 	if !ip.IsValid() {
 		return "no address"
 	}
-	if g != nil && (g.AllowPrivate || g.allow != nil && g.allow(ip)) {
+	if g != nil && (g.AllowPrivate || g.AllowLoopback && ip.Unmap().IsLoopback() || g.allow != nil && g.allow(ip)) {
 		return ""
 	}
 	return refusal(ip.WithZone(""))

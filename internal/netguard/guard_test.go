@@ -382,6 +382,40 @@ func TestAllowPrivateReachesLoopback(t *testing.T) {
 	}
 }
 
+// TestAllowLoopbackReachesLoopbackAlone: a guard with AllowLoopback reaches
+// a loopback server however its address is spelled, and refuses, before
+// dialling, the forms that only carry a loopback address and the names
+// that resolve to private or metadata addresses.
+func TestAllowLoopbackReachesLoopbackAlone(t *testing.T) {
+	srv := mustServer(t, ok)
+	d := &dialRecorder{real: true} // dials loopback only, whatever the guard says
+	g := &Guard{AllowLoopback: true, dial: d.dial, Resolver: newResolver(map[string][]string{
+		"localhost": {"127.0.0.1"}, "metadata.test": {"169.254.169.254"}, "nat64.test": {"64:ff9b::a9fe:a9fe"},
+		"6to4.test": {"2002:a9fe:a9fe::"}, "intranet.test": {"10.0.0.5"}})}
+	c := mustClient(t, g)
+	for _, host := range []string{"127.0.0.1", "localhost", "127.1", "2130706433", "[::ffff:127.0.0.1]"} {
+		rawURL := "http://" + host + ":" + srv.port + "/"
+		if body, err := get(c, rawURL); err != nil || body != "reached" {
+			t.Errorf("GET %s = %q, %v; want it reached", rawURL, body, err)
+		}
+	}
+	for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::127.0.0.1]", "0.0.0.0",
+		"metadata.test", "nat64.test", "6to4.test", "intranet.test", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::]"} {
+		rawURL := "http://" + host + ":" + srv.port + "/"
+		if _, err := get(c, rawURL); !errors.Is(err, ErrRefused) {
+			t.Errorf("GET %s: %v, want a refusal", rawURL, err)
+		}
+	}
+	for _, addr := range d.dialled() {
+		if ap := netip.MustParseAddrPort(addr); !ap.Addr().IsLoopback() {
+			t.Errorf("dialled %s", addr)
+		}
+	}
+	if n := srv.requests.Load(); n != 5 {
+		t.Errorf("the loopback server answered %d requests, want 5", n)
+	}
+}
+
 func TestTheDialerChecksTheAddressAgainAsItConnects(t *testing.T) {
 	srv := mustServer(t, ok)
 	var g Guard // no dial hook: the real dialer and its check

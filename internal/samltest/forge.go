@@ -39,6 +39,9 @@ type Spec struct {
 	SignAssertion bool
 	// Attributes are added to the assertion, name → value.
 	Attributes map[string]string
+	// Groups are the values of a "groups" attribute, one AttributeValue
+	// each, as Okta and Entra ID send group membership.
+	Groups []string
 }
 
 // ID is a fresh SAML ID.
@@ -77,11 +80,18 @@ func (f Forger) Assertion(s Spec) *etree.Element {
 		},
 		AuthnStatements: []saml.AuthnStatement{{AuthnInstant: now, SessionIndex: ID()}},
 	}
-	if len(s.Attributes) > 0 {
+	if len(s.Attributes) > 0 || len(s.Groups) > 0 {
 		var st saml.AttributeStatement
 		for name, v := range s.Attributes {
 			st.Attributes = append(st.Attributes, saml.Attribute{Name: name, NameFormat: "urn:oasis:names:tc:SAML:2.0:attrname-format:basic",
 				Values: []saml.AttributeValue{{Type: "xs:string", Value: v}}})
+		}
+		if len(s.Groups) > 0 {
+			groups := saml.Attribute{Name: "groups", NameFormat: "urn:oasis:names:tc:SAML:2.0:attrname-format:basic"}
+			for _, g := range s.Groups {
+				groups.Values = append(groups.Values, saml.AttributeValue{Type: "xs:string", Value: g})
+			}
+			st.Attributes = append(st.Attributes, groups)
 		}
 		a.AttributeStatements = []saml.AttributeStatement{st}
 	}

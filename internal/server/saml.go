@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/subtle"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -18,10 +19,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -203,8 +206,9 @@ func samlTarget(redirect, deviceSession string) string {
 // samlLogin serves GET /api/v1/auth/saml/login?org_id=&redirect=&device_session=:
 // it starts a sign-in at the organisation's identity provider with a
 // signed AuthnRequest (HTTP-Redirect). The request is remembered with a
-// random RelayState and the page to end on, for the answer. Anything that
-// stops it sends the browser back to sign in, with the reason.
+// random RelayState and the page to end on, for the answer, and bound to
+// this browser (setSAMLBinding). Anything that stops it sends the browser
+// back to sign in, with the reason.
 func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	cfg, err := s.store.SAMLConfig(r.Context(), q.Get("org_id"))
@@ -227,9 +231,10 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	relay := rand.Text()
+	relay, browser := rand.Text(), rand.Text()
 	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: req.ID, OrgID: cfg.OrgID, RelayState: relay,
-		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
+		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), BrowserHash: auth.HashToken(browser),
+		ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
 	if err != nil {
 		return err
 	}
@@ -237,6 +242,7 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.setSAMLBinding(w, browser, int(perch.SAMLRequestTTL.Seconds()))
 	w.Header().Set("Location", to.String())
 	w.WriteHeader(http.StatusFound)
 	return nil
@@ -253,61 +259,93 @@ func (s *Server) toSignIn(w http.ResponseWriter, r *http.Request, message string
 // identity provider's response (HTTP-POST binding). Accepted, it signs the
 // user in as password sign-in does, sets the dashboard's session cookies
 // and sends the browser on to the page the sign-in was started for;
-// refused, back to sign in with the reason. Every outcome is audited.
+// refused, back to sign in with the reason.
+//
+// Anyone may post here, so the work is bounded before the response is
+// parsed (readXML), and it is parsed once. A refusal is audited in the
+// organisation's log only once the response's signature verified against
+// the organisation's identity provider's certificate; before that, nothing
+// shows the organisation it names had any part in it, and the refusal goes
+// to the server's log (samlUnverified).
 func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
+	// The browser's binding served this one answer, whatever it is.
+	s.setSAMLBinding(w, "", -1)
+	if r.ContentLength > maxSAMLForm {
+		return s.samlUnverified(w, r, "", errSAMLTooLarge)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSAMLForm)
 	if err := r.ParseForm(); err != nil {
-		if _, big := errors.AsType[*http.MaxBytesError](err); big {
-			return err
+		if big, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			if big.Limit != maxSAMLForm { // the server's own limit, which every route answers alike
+				return err
+			}
+			return s.samlUnverified(w, r, "", errSAMLTooLarge)
 		}
-		return s.samlRefused(w, r, "", "", refuse("The sign-in response cannot be read."))
+		return s.samlUnverified(w, r, "", refuse("The sign-in response cannot be read."))
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(r.PostForm.Get("SAMLResponse")))
 	if err != nil || len(raw) == 0 {
-		return s.samlRefused(w, r, "", "", refuse("The identity provider sent no SAML response."))
+		return s.samlUnverified(w, r, "", refuse("The identity provider sent no SAML response."))
+	}
+	doc, err := readXML(raw)
+	if err != nil {
+		return s.samlUnverified(w, r, "", err)
 	}
 	relay := r.PostForm.Get("RelayState")
 	ctx := r.Context()
 
-	// The organisation: the one the sign-in was started for, or, for a
-	// sign-in the identity provider started, the one the assertion claims
-	// to be for (which the checks then hold it to).
+	// The organisation: the one the sign-in was started for, in this
+	// browser, or, for a sign-in the identity provider started, the one the
+	// assertion claims to be for (which the checks then hold it to).
 	var req *store.SAMLRequest
 	if relay != "" {
 		if req, err = s.store.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
 			req = nil
 		} else if err != nil {
-			return s.samlRefused(w, r, "", "", err)
+			return s.samlUnverified(w, r, "", err)
 		}
 	}
 	var orgID, reqID, target string
 	switch {
 	case req != nil:
 		orgID, reqID, target = req.OrgID, req.ID, req.Target
+		if !sameBrowser(r, req) {
+			return s.samlUnverified(w, r, orgID, refuse("This sign-in was started in another browser, or too long ago: start again in this browser."))
+		}
 	case perch.LocalPath(relay): // an identity provider may name the page to end on
-		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), relay
+		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), relay
 	default:
-		orgID, target = claimedOrg(raw, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
+		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
 	}
 	cfg, err := s.store.SAMLConfig(ctx, orgID)
 	switch {
 	case orgID == "" || perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
-		return s.samlRefused(w, r, orgID, "", refuse("Single sign-on is not enabled for the organisation this response is for."))
+		return s.samlUnverified(w, r, orgID, refuse("Single sign-on is not enabled for the organisation this response is for."))
 	case err != nil:
-		return s.samlRefused(w, r, orgID, "", err)
+		return s.samlUnverified(w, r, orgID, err)
 	}
 	certs, err := parseCertsPEM(cfg.IDPCertificates)
 	if err != nil {
-		return s.samlRefused(w, r, orgID, "", err)
+		return s.samlUnverified(w, r, orgID, err)
 	}
-	id, err := verifySAMLResponse(raw, samlTrust{
+	trust := samlTrust{
 		idpEntityID: cfg.IDPEntityID, certs: certs, audience: s.samlEntityID(orgID), acsURL: s.samlACSURL(),
 		requestID: reqID, allowIDPInitiated: cfg.AllowIDPInitiated, emailAttribute: cfg.EmailAttribute, now: s.now(),
-	})
+	}
+	signed, err := trust.verifySignatures(doc)
+	if err != nil {
+		return s.samlUnverified(w, r, orgID, err)
+	}
+
+	// From here on the response is the organisation's identity
+	// provider's, and every refusal is audited for the organisation.
+	id, err := trust.check(signed)
 	if err != nil {
 		return s.samlRefused(w, r, orgID, "", err)
 	}
 
-	// The library's checks of the same response, after Perch's.
+	// The library's checks of the same response, after Perch's: its parser
+	// reads only what Perch's signature checks passed.
 	sp, _, err := s.serviceProvider(cfg, nil)
 	if err != nil {
 		return s.samlRefused(w, r, orgID, id.Email, err)
@@ -361,14 +399,47 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// samlBindingCookie holds the secret that binds a sign-in started at Perch
+// to the browser that started it (DESIGN.md §13): without it, a response
+// to a sign-in someone started in their own browser, posted from another
+// person's browser by a page they visit, would sign that person in to the
+// first one's account (login CSRF). Only its hash is stored, with the
+// request. A browser keeps one: a second sign-in started in it replaces
+// the first's, as the OAuth state cookie does.
+const samlBindingCookie = "perch_saml"
+
+// setSAMLBinding sets the binding cookie for maxAge seconds (a negative
+// maxAge removes it), sent to the ACS alone and never to scripts. The
+// identity provider's page posts the response to the ACS from its own
+// site, and browsers send a SameSite=Lax cookie on no cross-site POST: over
+// https it is SameSite=None and Secure. Over http (a development server)
+// SameSite=None is not allowed without Secure, and the attribute is left
+// out: Firefox and Safari send such a cookie, Chrome sends it on a
+// cross-site POST within two minutes of setting it, and an identity
+// provider on the same host (another port) is not cross-site at all.
+func (s *Server) setSAMLBinding(w http.ResponseWriter, secret string, maxAge int) {
+	c := &http.Cookie{Name: samlBindingCookie, Value: secret, Path: samlACSPath, MaxAge: maxAge, HttpOnly: true}
+	if strings.HasPrefix(s.opts.BaseURL, "https://") {
+		c.Secure, c.SameSite = true, http.SameSiteNoneMode
+	}
+	http.SetCookie(w, c)
+}
+
+// sameBrowser reports whether r comes from the browser that started req:
+// its binding cookie's hash is the one stored with the request. A request
+// stored without one (started before browsers were bound) matches none.
+func sameBrowser(r *http.Request, req *store.SAMLRequest) bool {
+	c, err := r.Cookie(samlBindingCookie)
+	if err != nil || c.Value == "" || req.BrowserHash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(auth.HashToken(c.Value)), []byte(req.BrowserHash)) == 1
+}
+
 // claimedOrg reads, without trusting it, the organisation a response's
 // audience names: its entity ID is prefix followed by the organisation's
 // ID. "" when it names none.
-func claimedOrg(raw []byte, prefix string) string {
-	doc, err := readXML(raw)
-	if err != nil {
-		return ""
-	}
+func claimedOrg(doc *etree.Document, prefix string) string {
 	for _, el := range doc.FindElements("//Audience") {
 		if v, ok := cleanText(el); ok {
 			if id, ok := strings.CutPrefix(v, prefix); ok && id != "" {
@@ -381,9 +452,28 @@ func claimedOrg(raw []byte, prefix string) string {
 	return ""
 }
 
-// samlRefused audits a refused sign-in and sends the browser back to sign
-// in with the reason; an error of the server's own is logged and told in
-// general terms.
+// samlUnverified refuses a response that is not shown to come from the
+// identity provider of the organisation it names (claimedOrg, "" for
+// none): anyone can post one, naming any organisation, so it is told to
+// the server's log, not the organisation's audit log, which an attacker
+// could otherwise fill. The browser goes back to sign in with the reason.
+func (s *Server) samlUnverified(w http.ResponseWriter, r *http.Request, claimedOrg string, err error) error {
+	message := perch.ErrorMessage(err)
+	switch perch.ErrorCode(err) {
+	case perch.EINTERNAL, perch.EUNAVAILABLE:
+		s.log.Error("saml: sign-in failed", "claimed_org_id", claimedOrg, "err", err, "request_id", requestID(r))
+		message = "Single sign-on failed on this server; try again in a moment."
+	default:
+		s.log.Info("saml: sign-in refused before the response was verified", "claimed_org_id", claimedOrg,
+			"reason", message, "request_id", requestID(r))
+	}
+	return s.toSignIn(w, r, message)
+}
+
+// samlRefused audits for the organisation a refused sign-in whose response
+// its identity provider signed, and sends the browser back to sign in with
+// the reason; an error of the server's own is logged and told in general
+// terms.
 func (s *Server) samlRefused(w http.ResponseWriter, r *http.Request, orgID, email string, err error) error {
 	message := perch.ErrorMessage(err)
 	switch perch.ErrorCode(err) {

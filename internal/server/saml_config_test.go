@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -143,18 +144,64 @@ func toStrings(v any) []string {
 
 // TestSAMLMetadataURLStaysOffThePrivateNetwork: without the tests' leave,
 // the server refuses to fetch metadata from loopback, private and
-// link-local addresses (the cloud's metadata service), whatever the name
-// resolves to; the refusal comes before any connection.
+// link-local addresses (the cloud's metadata service), in every IPv6 form
+// that carries one (NAT64, 6to4, IPv4-compatible, -translated, -mapped),
+// whatever the name resolves to; the refusal comes before any connection.
+// Names resolve in a stub, and the loopback listener stands for the
+// private network: nothing else is dialled.
 func TestSAMLMetadataURLStaysOffThePrivateNetwork(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
-		idp := samltest.NewIdP(t)
+		cl := listenCounting(t)
+		_, port, _ := net.SplitHostPort(cl.ln.Addr().String())
+		a.srv.forwardResolver = stubResolver{"localhost": "127.0.0.1", "metadata.test": "169.254.169.254",
+			"nat64.test": "64:ff9b::a9fe:a9fe", "6to4.test": "2002:a9fe:a9fe::", "intranet.test": "10.1.2.3"}
 		ada := a.register("Ada")
-		for _, u := range []string{idp.EntityID(), "http://localhost:1/metadata", "http://169.254.169.254/latest/meta-data",
-			"http://10.1.2.3/metadata", "http://[::1]:1/metadata", "http://0.0.0.0:1/metadata", "http://100.100.100.200/metadata"} {
+		for _, u := range []string{
+			"http://127.0.0.1:" + port + "/metadata", "http://localhost:" + port + "/metadata",
+			"http://[::ffff:127.0.0.1]:" + port + "/metadata", "http://[64:ff9b::7f00:1]:" + port + "/metadata",
+			"http://2130706433:" + port + "/metadata", "http://[::1]:1/metadata", "http://0.0.0.0:1/metadata",
+			"http://169.254.169.254/latest/meta-data", "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+			"http://[2002:a9fe:a9fe::]/latest/meta-data", "http://[::169.254.169.254]/latest/meta-data",
+			"http://[::ffff:0:a9fe:a9fe]/latest/meta-data", "http://[::ffff:a9fe:a9fe]/latest/meta-data",
+			"http://metadata.test/latest/meta-data", "http://nat64.test/latest/meta-data", "http://6to4.test/latest/meta-data",
+			"http://10.1.2.3/metadata", "http://intranet.test/metadata", "http://100.100.100.200/metadata",
+		} {
 			res := expect(t, a.call("PUT", "/api/v1/org/saml", ada.Access, map[string]any{"idp_metadata_url": u}), 422)
 			if got, _ := res.Fields()["idp_metadata_url"].(string); !strings.Contains(got, "not a public address") {
 				t.Errorf("%s: %q", u, got)
+			}
+		}
+		if n := cl.n.Load(); n != 0 {
+			t.Errorf("the loopback listener got %d connections, want 0", n)
+		}
+	})
+}
+
+// TestSAMLMetadataLoopbackAllowsLoopbackAlone: the tests' leave
+// (Options.SAMLMetadataLoopback) reaches the identity provider on loopback,
+// by address or by a name that resolves there, and nothing more: a NAT64
+// or 6to4 form of a loopback or metadata address is still refused.
+func TestSAMLMetadataLoopbackAllowsLoopbackAlone(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		e := newSAMLEnv(t, s)
+		e.a.srv.forwardResolver = stubResolver{"idp.test": "127.0.0.1", "metadata.test": "169.254.169.254"}
+		u, err := url.Parse(e.idp.EntityID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, host := range []string{"127.0.0.1", "idp.test", "[::ffff:127.0.0.1]"} {
+			got := expect(t, e.a.call("PUT", "/api/v1/org/saml", e.owner.Access,
+				map[string]any{"idp_metadata_url": "http://" + host + ":" + u.Port() + u.Path}), 200).Data()
+			if got["idp_entity_id"] != e.idp.EntityID() {
+				t.Errorf("from %s: %v", host, got)
+			}
+		}
+		for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::127.0.0.1]", "metadata.test", "[64:ff9b::a9fe:a9fe]"} {
+			res := expect(t, e.a.call("PUT", "/api/v1/org/saml", e.owner.Access,
+				map[string]any{"idp_metadata_url": "http://" + host + ":" + u.Port() + u.Path}), 422)
+			if got, _ := res.Fields()["idp_metadata_url"].(string); !strings.Contains(got, "not a public address") {
+				t.Errorf("%s: %q", host, got)
 			}
 		}
 	})

@@ -42,7 +42,7 @@ var testIDPMetadata = sync.OnceValue(func() string {
 // whose owner sets SAML up, and crewjam's samlidp as the organisation's
 // identity provider on a listener of its own.
 type samlEnv struct {
-	t     *testing.T
+	t     testing.TB
 	a     *api
 	base  string
 	idp   *samltest.IdP
@@ -56,7 +56,7 @@ type samlEnv struct {
 // newSAMLEnv starts the server and the identity provider. The server's
 // clock is set to the real time, which the identity provider keeps; tests
 // move it from there.
-func newSAMLEnv(t *testing.T, s *store.Store, adjust ...func(*Options)) *samlEnv {
+func newSAMLEnv(t testing.TB, s *store.Store, adjust ...func(*Options)) *samlEnv {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -143,19 +143,26 @@ func (e *samlEnv) startSignIn(b *samltest.Browser) (id, relay string) {
 	if err != nil || p.Status != http.StatusFound {
 		e.t.Fatalf("login: %d %q", p.Status, p.Location)
 	}
-	raw, err := base64.StdEncoding.DecodeString(u.Query().Get("SAMLRequest"))
+	return authnRequestID(e.t, u), u.Query().Get("RelayState")
+}
+
+// authnRequestID is the ID of the AuthnRequest that the redirect to the
+// identity provider, to, carries.
+func authnRequestID(tb testing.TB, to *url.URL) string {
+	tb.Helper()
+	raw, err := base64.StdEncoding.DecodeString(to.Query().Get("SAMLRequest"))
 	if err != nil {
-		e.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	xml, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
 	if err != nil {
-		e.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	m := regexp.MustCompile(` ID="([^"]+)"`).FindSubmatch(xml)
 	if m == nil {
-		e.t.Fatalf("no ID in the AuthnRequest %s", xml)
+		tb.Fatalf("no ID in the AuthnRequest %s", xml)
 	}
-	return string(m[1]), u.Query().Get("RelayState")
+	return string(m[1])
 }
 
 // forger signs as the organisation's identity provider.
@@ -198,7 +205,7 @@ func (e *samlEnv) signedIn(b *samltest.Browser, p samltest.Page, target, email s
 
 // refusedWith checks that p sends the browser back to sign in with a
 // message holding want, and sets no session.
-func refusedWith(t *testing.T, p samltest.Page, want string) {
+func refusedWith(t testing.TB, p samltest.Page, want string) {
 	t.Helper()
 	msg, ok := strings.CutPrefix(p.Location, "/signin?error=")
 	if p.Status != http.StatusFound || !ok {

@@ -10,21 +10,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/crewjam/saml"
+
+	"github.com/perch-dev/perch/internal/netguard"
 )
 
-// Limits of fetching an identity provider's metadata from its URL.
+// Limits of fetching an identity provider's metadata from its URL (and
+// netguard's: at most 3 redirects, http and https only).
 const (
 	metadataFetchTimeout = 10 * time.Second
 	maxMetadataSize      = 1 << 20
-	maxMetadataRedirects = 3
 )
 
 // idpMetadata is what Perch takes from an identity provider's metadata.
@@ -156,44 +155,32 @@ func firstExpiry(certs []*x509.Certificate) time.Time {
 }
 
 // fetchMetadata gets an identity provider's metadata from its URL, within
-// a time and size limit. The server dials public addresses only: never a
-// loopback, private, link-local (the cloud metadata services live there),
-// shared, multicast or unspecified one, however the name resolves and
-// whatever a redirect says, so that the URL cannot reach into the
-// server's own network. Options.SAMLMetadataLoopback lets tests dial
-// loopback.
+// a time and size limit, through netguard, the guard of every outbound
+// call: never from a loopback, private, link-local (the cloud metadata
+// services live there), shared, multicast or other special address, nor
+// from an IPv6 form that carries one (NAT64, 6to4, IPv4-compatible),
+// however the name resolves and whatever a redirect says, so that the URL
+// cannot reach into the server's own network.
+// Options.SAMLMetadataLoopback lets tests reach loopback.
 func (s *Server) fetchMetadata(ctx context.Context, rawURL string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, metadataFetchTimeout)
 	defer cancel()
-	dialer := &net.Dialer{Timeout: metadataFetchTimeout, Control: func(network, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		if !publicAddr(ap.Addr(), s.opts.SAMLMetadataLoopback) {
-			return fmt.Errorf("%s is not a public address", ap.Addr())
-		}
-		return nil
-	}}
-	client := &http.Client{
-		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: metadataFetchTimeout,
-			ResponseHeaderTimeout: metadataFetchTimeout, MaxResponseHeaderBytes: 64 << 10, DisableKeepAlives: true},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxMetadataRedirects {
-				return errors.New("too many redirects")
-			}
-			if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
-				return errors.New("a redirect to another scheme than http(s)")
-			}
-			return nil
-		},
-	}
+	guard := &netguard.Guard{AllowLoopback: s.opts.SAMLMetadataLoopback, Resolver: s.forwardResolver}
+	client := guard.Client(metadataFetchTimeout)
+	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, errors.New("is not a URL the server can fetch")
 	}
 	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
 	res, err := client.Do(req)
+	if errors.Is(err, netguard.ErrRefused) {
+		why := err.Error()
+		if _, after, ok := strings.Cut(why, netguard.ErrRefused.Error()+": "); ok {
+			why = after
+		}
+		return nil, fmt.Errorf("could not be fetched: %s, not a public address", why)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("could not be fetched: %v", err)
 	}
@@ -209,22 +196,4 @@ func (s *Server) fetchMetadata(ctx context.Context, rawURL string) ([]byte, erro
 		return nil, fmt.Errorf("answered more than %d KiB", maxMetadataSize>>10)
 	}
 	return body, nil
-}
-
-// sharedSpace is 100.64.0.0/10, carrier-grade NAT, where some clouds keep
-// their metadata service.
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-
-// publicAddr reports whether the server may dial a: a global unicast
-// address outside the private, shared and "this network" ranges (or a
-// loopback one, when loopback is allowed).
-func publicAddr(a netip.Addr, loopback bool) bool {
-	a = a.Unmap()
-	if a.IsLoopback() {
-		return loopback
-	}
-	if a.Is4() && a.As4()[0] == 0 { // "this network", which reaches the host itself
-		return false
-	}
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !sharedSpace.Contains(a)
 }

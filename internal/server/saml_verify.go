@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/x509"
 	"errors"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/beevik/etree"
-	xrv "github.com/mattermost/xml-roundtrip-validator"
 	dsig "github.com/russellhaering/goxmldsig"
 	"github.com/russellhaering/goxmldsig/etreeutils"
 
@@ -60,13 +58,19 @@ func refuse(format string, args ...any) error {
 	return perch.Errorf(perch.EUNAUTHORIZED, format, args...)
 }
 
-// verifySAMLResponse checks a response (the decoded SAMLResponse) against t
-// and answers what its assertion says.
-func verifySAMLResponse(raw []byte, t samlTrust) (*samlIdentity, error) {
-	doc, err := readXML(raw)
-	if err != nil {
-		return nil, err
-	}
+// signedResponse is a response whose signatures verified against the
+// identity provider's certificate: the response and the assertion as the
+// verifier read them back from what it verified, and the assertion as it
+// arrived.
+type signedResponse struct {
+	response, assertion, received *etree.Element
+}
+
+// verifySignatures finds the one assertion of a response (the document
+// readXML made of the decoded SAMLResponse) and verifies the signatures
+// over it. Until it succeeds, nothing shows that the response comes from
+// the organisation's identity provider; check then reads what it says.
+func (t samlTrust) verifySignatures(doc *etree.Document) (*signedResponse, error) {
 	received := doc.Root()
 	if received == nil || !is(received, nsProtocol, "Response") {
 		return nil, refuse("The identity provider's answer is not a SAML response.")
@@ -130,31 +134,13 @@ func verifySAMLResponse(raw []byte, t samlTrust) (*samlIdentity, error) {
 		}
 		assertion = signed
 	}
-	return t.check(response, assertion, original)
+	return &signedResponse{response: response, assertion: assertion, received: original}, nil
 }
 
-// readXML parses a response: well-formed XML that reads back as it was
-// written (the round-trip validator catches what encoding/xml would read
-// differently the second time), with no document type declaration.
-func readXML(raw []byte) (*etree.Document, error) {
-	if err := xrv.Validate(bytes.NewReader(raw)); err != nil {
-		return nil, refuse("The identity provider's response is not well-formed XML.")
-	}
-	doc := etree.NewDocument()
-	if err := doc.ReadFromBytes(raw); err != nil {
-		return nil, refuse("The identity provider's response is not well-formed XML.")
-	}
-	for _, tok := range doc.Child {
-		if _, dtd := tok.(*etree.Directive); dtd {
-			return nil, refuse("The identity provider's response holds a document type declaration, which SAML does not allow.")
-		}
-	}
-	return doc, nil
-}
-
-// check reads the verified response and assertion. received is the
-// assertion as it arrived, whose e-mail address must read the same.
-func (t samlTrust) check(response, assertion, received *etree.Element) (*samlIdentity, error) {
+// check reads the verified response and assertion; the e-mail address of
+// the assertion as it arrived must read the same.
+func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
+	response, assertion, received := signed.response, signed.assertion, signed.received
 	if code := firstChild(firstChild(response, nsProtocol, "Status"), nsProtocol, "StatusCode"); code == nil || attr(code, "Value") != statusSuccess {
 		return nil, refuse("The identity provider did not sign you in (its answer is not a success).")
 	}

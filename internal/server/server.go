@@ -162,7 +162,8 @@ type Server struct {
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
 
-	// forwardResolver resolves the hosts of workflow forwards; nil: the
+	// forwardResolver resolves the hosts of the calls out through
+	// netguard (workflow forwards, identity providers' metadata); nil: the
 	// system's. Tests stub it.
 	forwardResolver netguard.Resolver
 

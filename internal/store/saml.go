@@ -231,16 +231,19 @@ func (s *Store) SAMLOrgBySlug(ctx context.Context, slug string) (string, error) 
 
 // SAMLRequest is a sign-in started here and waiting for the identity
 // provider's answer: the AuthnRequest's ID, the RelayState that comes back
-// with the answer, and where the browser goes once signed in.
+// with the answer, where the browser goes once signed in, and the hash of
+// the secret the browser that started it keeps in a cookie (BrowserHash,
+// "" for a sign-in started before browsers were bound).
 type SAMLRequest struct {
 	ID, OrgID, RelayState, Target string
+	BrowserHash                   string
 	ExpiresAt                     time.Time
 }
 
 // CreateSAMLRequest records a sign-in started now.
 func (s *Store) CreateSAMLRequest(ctx context.Context, r SAMLRequest) error {
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO saml_requests (id, org_id, relay_state, target, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`), r.ID, r.OrgID, r.RelayState, r.Target, ms(s.now()), ms(r.ExpiresAt))
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO saml_requests (id, org_id, relay_state, target, browser_hash, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`), r.ID, r.OrgID, r.RelayState, r.Target, r.BrowserHash, ms(s.now()), ms(r.ExpiresAt))
 	return err
 }
 
@@ -249,8 +252,8 @@ func (s *Store) CreateSAMLRequest(ctx context.Context, r SAMLRequest) error {
 func (s *Store) SAMLRequestByRelay(ctx context.Context, relay string) (*SAMLRequest, error) {
 	var r SAMLRequest
 	var expires int64
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT id, org_id, relay_state, target, expires_at FROM saml_requests
-		WHERE relay_state = ? AND expires_at > ?`), relay, ms(s.now())).Scan(&r.ID, &r.OrgID, &r.RelayState, &r.Target, &expires)
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT id, org_id, relay_state, target, browser_hash, expires_at FROM saml_requests
+		WHERE relay_state = ? AND expires_at > ?`), relay, ms(s.now())).Scan(&r.ID, &r.OrgID, &r.RelayState, &r.Target, &r.BrowserHash, &expires)
 	if err != nil {
 		return nil, notFound(err, "Sign-in request")
 	}

@@ -121,9 +121,9 @@ func TestSAMLDomains(t *testing.T) {
 	})
 }
 
-// TestSAMLRequestsAndReplays: a started sign-in is found by its RelayState
-// until it is consumed (once) or expires; an assertion is accepted once
-// until pruned.
+// TestSAMLRequestsAndReplays: a started sign-in is found by its RelayState,
+// with the hash of its browser's secret, until it is consumed (once) or
+// expires; an assertion is accepted once until pruned.
 func TestSAMLRequestsAndReplays(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
@@ -131,10 +131,11 @@ func TestSAMLRequestsAndReplays(t *testing.T) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
 		eve := mustCreateUser(t, s, "Eve", "eve@example.com")
-		req := store.SAMLRequest{ID: "id-1", OrgID: ada.OrgID, RelayState: "relay-1", Target: "/org", ExpiresAt: clock.Now().Add(10 * time.Minute)}
+		req := store.SAMLRequest{ID: "id-1", OrgID: ada.OrgID, RelayState: "relay-1", Target: "/org", BrowserHash: "browser-hash-1",
+			ExpiresAt: clock.Now().Add(10 * time.Minute)}
 		wantCode(t, s.CreateSAMLRequest(ctx, req), "")
 		got, err := s.SAMLRequestByRelay(ctx, "relay-1")
-		if err != nil || got.ID != "id-1" || got.OrgID != ada.OrgID || got.Target != "/org" {
+		if err != nil || got.ID != "id-1" || got.OrgID != ada.OrgID || got.Target != "/org" || got.BrowserHash != "browser-hash-1" {
 			t.Fatalf("SAMLRequestByRelay = %+v, %v", got, err)
 		}
 		wantCode(t, s.ConsumeSAMLRequest(ctx, eve.OrgID, "id-1"), perch.ENOTFOUND)
