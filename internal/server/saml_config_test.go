@@ -353,3 +353,27 @@ func TestSAMLDomainsAndDiscovery(t *testing.T) {
 		expect(t, discover(map[string]string{"email": "someone@olive.example"}), 404)
 	})
 }
+
+// TestSAMLMetadataIsBoundedBeforeItIsParsed: an owner's metadata is read
+// again at every sign-in to the organisation (the start of which anyone may
+// ask for), so it is held to limits as a posted response is; real metadata
+// is far inside them.
+func TestSAMLMetadataIsBoundedBeforeItIsParsed(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	owner := a.register("Olive Owner")
+	good := testIDPMetadata()
+	end := strings.LastIndex(good, "</")
+	for name, tc := range map[string]struct{ xml, want string }{
+		"6,000 extra elements": {good[:end] + strings.Repeat("<x/>", 6000) + good[end:], "holds more than 5000 elements"},
+		"40 deep":              {good[:end] + strings.Repeat("<x>", 40) + strings.Repeat("</x>", 40) + good[end:], "nests elements more than 32 deep"},
+		"a document type":      {`<!DOCTYPE x [<!ENTITY a "b">]>` + good, "document type declaration"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := expect(t, a.call("PUT", "/api/v1/org/saml", owner.Access, map[string]any{"idp_metadata_xml": tc.xml, "enabled": true}), 422)
+			if got, _ := res.Fields()["idp_metadata_xml"].(string); !strings.Contains(got, tc.want) {
+				t.Fatalf("idp_metadata_xml: %q, want %q", got, tc.want)
+			}
+		})
+	}
+	expect(t, a.call("PUT", "/api/v1/org/saml", owner.Access, map[string]any{"idp_metadata_xml": good, "enabled": true}), 200)
+}

@@ -40,6 +40,11 @@ type idpMetadata struct {
 // binding and at least one signing certificate; the error says what is
 // missing, for the person who pasted it.
 func parseIDPMetadata(data []byte) (*idpMetadata, error) {
+	// Owners store it, and every sign-in to the organisation reads it
+	// again: bounded as a posted response is, before it is parsed.
+	if err := scanXML(data, idpMetadataLimits); err != nil {
+		return nil, err
+	}
 	var root struct{ XMLName xml.Name }
 	if err := xml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("is not XML: %v", firstLine(err.Error()))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/beevik/etree"
 	xrv "github.com/mattermost/xml-roundtrip-validator"
@@ -60,14 +62,41 @@ const samlShapeAdvice = " Ask the organisation's administrators to send fewer at
 var errSAMLTooLarge = refuse("The identity provider's response is larger than the %d KiB Perch reads.%s",
 	maxSAMLResponseSize>>10, samlShapeAdvice)
 
-// scanSAMLResponse checks raw against the limits above without building
-// anything from it, and refuses a document type declaration, which SAML
-// does not allow. It reads tokens with encoding/xml's tokenizer, set as
+// xmlLimits bound a document that someone outside the server's operators
+// can make it parse: a response posted to the ACS, or an identity
+// provider's metadata, which an organisation's owner stores and every
+// sign-in to the organisation reads again.
+type xmlLimits struct {
+	size, elements, depth, attributes, markup int
+}
+
+// samlResponseLimits are a response's, explained above.
+var samlResponseLimits = xmlLimits{size: maxSAMLResponseSize, elements: maxSAMLElements, depth: maxSAMLDepth,
+	attributes: maxSAMLAttributes, markup: maxSAMLMarkup}
+
+// idpMetadataLimits are an identity provider's metadata's. Okta's and Entra
+// ID's have a few dozen elements in a few KB, AD FS's some 600 in 60 KB (it
+// lists every claim type it offers); a federation's aggregate (thousands of
+// entities) is not one identity provider's metadata and is refused anyway.
+var idpMetadataLimits = xmlLimits{size: 512 << 10, elements: 5000, depth: 32, attributes: 32, markup: 64}
+
+// xmlShapeError is a document past one of its limits; what says how, as
+// the end of a sentence about the document ("holds more than 2000
+// elements, …").
+type xmlShapeError struct{ what string }
+
+func (e *xmlShapeError) Error() string { return e.what }
+
+// scanXML checks raw against l without building anything from it, and
+// refuses a document type declaration, which neither SAML responses nor
+// metadata may hold. It reads tokens with encoding/xml's tokenizer, set as
 // etree sets it (strict, a declared encoding taken as it is), so that a
-// document it cannot read is one etree would not read either.
-func scanSAMLResponse(raw []byte) error {
-	if len(raw) > maxSAMLResponseSize {
-		return errSAMLTooLarge
+// document it cannot read is one etree would not read either. Its errors
+// are *xmlShapeError.
+func scanXML(raw []byte, l xmlLimits) error {
+	shape := func(format string, args ...any) error { return &xmlShapeError{what: fmt.Sprintf(format, args...)} }
+	if len(raw) > l.size {
+		return shape("is larger than the %d KiB Perch reads", l.size>>10)
 	}
 	d := xml.NewDecoder(bytes.NewReader(raw))
 	d.CharsetReader = func(_ string, input io.Reader) (io.Reader, error) { return input, nil }
@@ -76,36 +105,53 @@ func scanSAMLResponse(raw []byte) error {
 		tok, err := d.RawToken()
 		if errors.Is(err, io.EOF) {
 			if depth != 0 || elements == 0 {
-				return refuse("The identity provider's response is not well-formed XML.")
+				return shape("is not well-formed XML")
 			}
 			return nil
 		}
 		if err != nil {
-			return refuse("The identity provider's response is not well-formed XML.")
+			return shape("is not well-formed XML")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			elements++
 			depth++
 			switch {
-			case elements > maxSAMLElements:
-				return refuse("The identity provider's response holds more than %d elements, far more than a sign-in needs.%s",
-					maxSAMLElements, samlShapeAdvice)
-			case depth > maxSAMLDepth:
-				return refuse("The identity provider's response nests elements more than %d deep, which no SAML response does.", maxSAMLDepth)
-			case len(t.Attr) > maxSAMLAttributes:
-				return refuse("An element of the identity provider's response has more than %d attributes, which no SAML response needs.", maxSAMLAttributes)
+			case elements > l.elements:
+				return shape("holds more than %d elements", l.elements)
+			case depth > l.depth:
+				return shape("nests elements more than %d deep", l.depth)
+			case len(t.Attr) > l.attributes:
+				return shape("has an element with more than %d attributes", l.attributes)
 			}
 		case xml.EndElement:
 			depth--
 		case xml.Comment, xml.ProcInst:
-			if markup++; markup > maxSAMLMarkup {
-				return refuse("The identity provider's response holds more than %d comments and processing instructions.", maxSAMLMarkup)
+			if markup++; markup > l.markup {
+				return shape("holds more than %d comments and processing instructions", l.markup)
 			}
 		case xml.Directive:
-			return refuse("The identity provider's response holds a document type declaration, which SAML does not allow.")
+			return shape("holds a document type declaration, which SAML does not allow")
 		}
 	}
+}
+
+// scanSAMLResponse checks a response against samlResponseLimits, with a
+// refusal for the person signing in that says what was crossed.
+func scanSAMLResponse(raw []byte) error {
+	err := scanXML(raw, samlResponseLimits)
+	se, ok := errors.AsType[*xmlShapeError](err)
+	switch {
+	case err == nil:
+		return nil
+	case !ok:
+		return err
+	case len(raw) > maxSAMLResponseSize:
+		return errSAMLTooLarge
+	case strings.HasPrefix(se.what, "holds more than") && strings.HasSuffix(se.what, "elements"):
+		return refuse("The identity provider's response %s, far more than a sign-in needs.%s", se.what, samlShapeAdvice)
+	}
+	return refuse("The identity provider's response %s.", se.what)
 }
 
 // readXML parses a response, once, for both the organisation it names and
