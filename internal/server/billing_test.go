@@ -327,3 +327,52 @@ func TestTrialsEnd(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/org/invitations", o.owner.Access, map[string]string{"email": "new@example.com"}), 409)
 	})
 }
+
+// TestPaymentReceiversAreLimitedPerAddress: the payment receivers count
+// every delivery per client address, in a bucket of their own shared by
+// both providers' paths: past the allowance an address is answered 429
+// with the rate-limit headers and Retry-After (the providers retry it),
+// while other addresses, and the address's other buckets, go on.
+func TestPaymentReceiversAreLimitedPerAddress(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
+		o.StripeWebhookSecret, o.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
+		o.PaymentLimit = perch.Limit{Count: 3, Period: time.Minute}
+	})
+	const flood, provider = "203.0.113.66:4000", "198.51.100.7:443"
+	stripe := func(id, remote string) *response {
+		body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "customer.created", "created": a.clock.Now().Unix(),
+			"data": map[string]any{"object": map[string]any{"id": "cus_1", "object": "customer"}}})
+		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeTestSecret, Timestamp: a.clock.Now()})
+		return a.call("POST", "/webhooks/payments-a", "", string(body), "Stripe-Signature", signed.Header, "RemoteAddr", remote)
+	}
+
+	// Three from one address, signed or not, on any of the four paths.
+	for i, res := range []*response{
+		expect(t, stripe("evt_1", flood), 200),
+		expect(t, a.call("POST", "/webhooks/stripe", "", `{"id":"evt_x"}`, "Stripe-Signature", "t=1,v1=00", "RemoteAddr", flood), 400),
+		expect(t, a.call("POST", "/webhooks/paddle", "", `{"event_id":"evt_x"}`, "Paddle-Signature", "ts=1;h1=00", "RemoteAddr", flood), 400),
+	} {
+		if res.Header.Get("X-RateLimit-Limit") != "3" || res.Header.Get("X-RateLimit-Remaining") != fmt.Sprint(2-i) || res.Header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("answer %d: headers %v", i, res.Header)
+		}
+	}
+	for _, path := range []string{"/webhooks/payments-a", "/webhooks/stripe", "/webhooks/payments-b", "/webhooks/paddle"} {
+		res := expect(t, a.call("POST", path, "", `{}`, "RemoteAddr", flood), 429)
+		if res.Header.Get("Retry-After") != "20" || res.Header.Get("X-RateLimit-Remaining") != "0" || res.Header.Get("X-RateLimit-Limit") != "3" ||
+			res.Header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("%s over the limit: headers %v", path, res.Header)
+		}
+	}
+	if res := expect(t, stripe("evt_2", flood), 429); res.Body["received"] != nil {
+		t.Fatalf("a limited delivery was taken: %s", res.Raw)
+	}
+
+	// Another address is not held up, nor are the address's other buckets.
+	expect(t, stripe("evt_2", provider), 200)
+	expect(t, a.call("POST", "/webhooks/inbound", "", map[string]string{"title": "still here"}, "RemoteAddr", flood), 200)
+	expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "x@example.com", "password": "wrong password"}, "RemoteAddr", flood), 401)
+
+	// The allowance comes back.
+	a.clock.Advance(time.Minute)
+	expect(t, stripe("evt_3", flood), 200)
+}

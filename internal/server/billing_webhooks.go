@@ -36,9 +36,20 @@ var (
 		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: senders.VerifyPaddleSignature, parse: senders.PaddleEvent}
 )
 
+// DefaultPaymentLimit is the payment receivers' allowance per client
+// address (Options.PaymentLimit), in a bucket of their own. A provider
+// delivers one request per event from a handful of published addresses
+// (Stripe about a dozen, Paddle six), and an organisation's subscription
+// makes a few events a month, so a real provider stays far below 600 a
+// minute from any one address; were it ever over, it retries a 429 with
+// backoff (both do, for days), so no event is lost. An address that is not
+// a provider's gets no more than that many signature checks of bodies of
+// up to 1 MiB.
+var DefaultPaymentLimit = perch.Limit{Count: 600, Period: time.Minute}
+
 // paymentReceiver serves a payment provider's webhook.
-func (s *Server) paymentReceiver(p paymentSender) http.Handler {
-	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		secret := p.secret(&s.opts)
 		if secret == "" {
 			return perch.Errorf(perch.EBILLINGUNAVAILABLE, "This receiver has no signing secret configured, and payment events are never taken unsigned.")
@@ -76,7 +87,7 @@ func (s *Server) paymentReceiver(p paymentSender) http.Handler {
 		s.subscriptionChanged(r, p, ev, out)
 		writeJSON(w, http.StatusOK, receipt{Received: true})
 		return nil
-	})
+	}
 }
 
 // subscriptionChanged audits an applied event and sends its alert.
