@@ -77,6 +77,21 @@ func (a *api) paddleEvent(id, typ string, at time.Time, data map[string]any) *re
 	return a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", senders.SignPaddle(paddleTestSecret, body, a.clock.Now()))
 }
 
+// lastCheckout is the provider's id of the checkout orgID opened last, as
+// its audit entry says.
+func (a *api) lastCheckout(orgID string) string {
+	a.t.Helper()
+	entries, _, err := a.store.AuditLog(a.t.Context(), perch.AuditFilter{Action: perch.AuditCheckoutStarted, OrgID: orgID, Page: perch.Page{Limit: 1}})
+	if err != nil || len(entries) == 0 {
+		a.t.Fatalf("no checkout of %s: %v", orgID, err)
+	}
+	id, _ := entries[0].Changes["checkout_id"].(string)
+	if id == "" {
+		a.t.Fatalf("the checkout's audit entry has no id: %v", entries[0].Changes)
+	}
+	return id
+}
+
 // subscription reads the organisation's subscription as acc sees it.
 func (a *api) subscription(acc *account) map[string]any {
 	a.t.Helper()
@@ -150,7 +165,7 @@ func TestStripeBilling(t *testing.T) {
 		}
 
 		now := a.clock.Now()
-		session := map[string]any{"id": "cs_test_1", "object": "checkout.session", "mode": "subscription", "payment_status": "paid",
+		session := map[string]any{"id": a.lastCheckout(org), "object": "checkout.session", "mode": "subscription", "payment_status": "paid",
 			"client_reference_id": org, "customer": "cus_perch", "subscription": "sub_perch",
 			"metadata": map[string]any{"org_id": org, "plan": "team", "price_id": "price_team"}}
 		expect(t, a.stripeEvent("evt_1", "checkout.session.completed", now, session), 200)
@@ -245,7 +260,11 @@ func TestPaddleBilling(t *testing.T) {
 		}
 
 		now := a.clock.Now()
+		if id := a.lastCheckout(org); id != fake.Transactions()[0].ID {
+			t.Fatalf("the checkout recorded is %q, Paddle's transaction %q", id, fake.Transactions()[0].ID)
+		}
 		sub := map[string]any{"id": "sub_01hv8y5ehszzq0yv20ttx3166y", "status": "active", "customer_id": "ctm_01hv8x29kz0t586xy6zn1a62ny", "custom_data": map[string]any{"org_id": org},
+			"transaction_id":         fake.Transactions()[0].ID,
 			"items":                  []any{map[string]any{"price": map[string]any{"id": "pri_enterprise"}, "quantity": 1}},
 			"current_billing_period": map[string]any{"starts_at": now.Format(time.RFC3339), "ends_at": now.AddDate(0, 1, 0).Format(time.RFC3339)}}
 		expect(t, a.paddleEvent("evt_01", "subscription.created", now, sub), 200)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -77,6 +78,10 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 		case out.Duplicate:
 			writeJSON(w, http.StatusOK, receipt{Received: true, Duplicate: true})
 			return nil
+		case out.Ignored != "":
+			s.logIgnoredPayment(r, p, ev, out)
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: out.Ignored})
+			return nil
 		case out.OrgID == "":
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: "The event concerns no organisation of this server."})
 			return nil
@@ -88,6 +93,23 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 		writeJSON(w, http.StatusOK, receipt{Received: true})
 		return nil
 	}
+}
+
+// logIgnoredPayment logs an event that named an organisation and changed
+// nothing (store.BillingOutcome.Ignored). Naming another organisation than
+// the bound one is a warning: signed by the provider, it was still made by
+// someone trying to move a subscription, or to pay for an organisation
+// not theirs. Naming one before anything is bound is what Stripe does with
+// a new subscription's first events, sent before the checkout's
+// completion that binds it, and is only noted.
+func (s *Server) logIgnoredPayment(r *http.Request, p paymentSender, ev perch.BillingEvent, out *store.BillingOutcome) {
+	level, msg := slog.LevelInfo, "a payment event named an organisation that no completed checkout is linked to; it changed nothing"
+	if out.Bound != "" {
+		level, msg = slog.LevelWarn, "a payment event named another organisation than the one its subscription is linked to; it changed nothing"
+	}
+	s.log.Log(r.Context(), level, msg, "provider", p.provider, "event_id", ev.ID, "type", ev.Type, "named_org", ev.OrgID,
+		"checkout_id", ev.CheckoutID, "subscription_id", ev.SubscriptionID, "customer_id", ev.CustomerID, "linked_org", out.Bound,
+		"request_id", requestID(r))
 }
 
 // subscriptionChanged audits an applied event and sends its alert.
