@@ -247,10 +247,10 @@ func billingSets(ev perch.BillingEvent, plan string) ([]string, []any) {
 	return sets, args
 }
 
-// billingTarget is the organisation an event may change: orgID, or "" with
-// why not (ignored, "" when the event names nothing of this server's) and
+// eventTarget is the organisation an event may change: orgID, or "" with
+// why not (ignored; "" when the event names nothing of this server's) and
 // the organisation bound to what it names.
-type billingTarget struct {
+type eventTarget struct {
 	orgID, ignored, bound string
 }
 
@@ -268,7 +268,7 @@ type billingTarget struct {
 // Paddle.js takes customData from the page), so it is never followed
 // alone. Should two organisations share a provider's id, the oldest is
 // taken, the same every time.
-func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingEvent) (billingTarget, error) {
+func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingEvent) (eventTarget, error) {
 	lock := ""
 	if s.dialect == Postgres {
 		lock = ` FOR UPDATE`
@@ -286,13 +286,13 @@ func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingE
 	if ev.SubscriptionID != "" {
 		if bound, err = lookup(`SELECT id FROM orgs WHERE billing_provider = ? AND billing_subscription_id = ?
 			ORDER BY created_at, id LIMIT 1`, ev.Provider, ev.SubscriptionID); err != nil {
-			return billingTarget{}, err
+			return eventTarget{}, err
 		}
 	}
 	if bound == "" && ev.CustomerID != "" {
 		if bound, err = lookup(`SELECT id FROM orgs WHERE billing_provider = ? AND billing_customer_id = ?
 			ORDER BY created_at, id LIMIT 1`, ev.Provider, ev.CustomerID); err != nil {
-			return billingTarget{}, err
+			return eventTarget{}, err
 		}
 	}
 	if ev.CheckoutID != "" {
@@ -300,24 +300,24 @@ func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingE
 		err := tx.QueryRowContext(ctx, s.q(`SELECT org_id FROM billing_checkouts WHERE provider = ? AND checkout_id = ?`),
 			ev.Provider, ev.CheckoutID).Scan(&opened)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return billingTarget{}, err
+			return eventTarget{}, err
 		}
 	}
 	// Whoever is bound decides; else the checkout's organisation binds.
 	target := cmp.Or(bound, opened)
 	switch {
 	case target == "" && ev.OrgID == "":
-		return billingTarget{}, nil
+		return eventTarget{}, nil
 	case target == "":
-		return billingTarget{ignored: "It names an organisation, but neither its subscription nor its customer is linked to one, " +
+		return eventTarget{ignored: "It names an organisation, but neither its subscription nor its customer is linked to one, " +
 			"and it completes no checkout Perch opened: only such a checkout links them."}, nil
 	case ev.OrgID != "" && ev.OrgID != target, opened != "" && opened != target:
-		return billingTarget{ignored: "It names another organisation than the one its subscription, customer or checkout is linked to.",
+		return eventTarget{ignored: "It names another organisation than the one its subscription, customer or checkout is linked to.",
 			bound: target}, nil
 	}
 	// Held (the bound one is already); gone with its checkouts, were it deleted.
 	id, err := lookup(`SELECT id FROM orgs WHERE id = ?`, target)
-	return billingTarget{orgID: id}, err
+	return eventTarget{orgID: id}, err
 }
 
 // ExpiredTrial is an organisation ExpireTrials moved to solo, with the plan
