@@ -52,7 +52,19 @@ type BillingEvent struct {
 	Type       string    // the provider's event type, as sent ("invoice.payment_failed")
 	OccurredAt time.Time // when it happened at the provider: an event older than the last applied changes nothing
 
-	OrgID          string // the organisation Perch put in the checkout (client_reference_id, metadata, custom_data), if the event carries it
+	// OrgID is the organisation the event says it is for (client_reference_id,
+	// metadata, custom_data), if it says: a claim, which anyone able to
+	// start a payment at the provider can make, checked against what is
+	// bound (CheckoutID, and the stored subscription and customer) and
+	// never followed on its own.
+	OrgID string
+	// CheckoutID is the provider's id of the checkout the event completes
+	// (the Stripe Checkout Session of checkout.session.completed; the
+	// Paddle transaction of transaction.completed, and the one
+	// subscription.created says made it); "" for any other event. A
+	// checkout Perch opened for an organisation (billing.Checkout.ID, as
+	// recorded) is what binds a subscription and customer to it.
+	CheckoutID     string
 	CustomerID     string
 	SubscriptionID string
 	PriceID        string // the subscribed price; the server maps it to a plan

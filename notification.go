@@ -1,6 +1,9 @@
 package perch
 
-import "time"
+import (
+	"net/url"
+	"time"
+)
 
 // Severities, from least to most urgent.
 const (
@@ -12,6 +15,27 @@ const (
 // ValidSeverity reports whether s is one of the three severities.
 func ValidSeverity(s string) bool {
 	return s == SeverityInfo || s == SeverityWarning || s == SeverityError
+}
+
+// MaxURL is the longest link a notification keeps, in bytes.
+const MaxURL = 4096
+
+// ValidURL reports whether s may be a notification's url: "" (no link), or
+// an absolute http:// or https:// URL with a host, of at most MaxURL bytes.
+// It is the one rule for every way a notification gets a link (the
+// receivers, a workflow's set step, the "try it" sample, and the ingest
+// writer, which drops any other link as the last guard): the menu bar, the
+// dashboard and `perch listen` open the link on a click, so a javascript:,
+// file: or data: link must never be stored.
+func ValidURL(s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(s) > MaxURL {
+		return false
+	}
+	u, err := url.Parse(s) // lower-cases the scheme; refuses control characters
+	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https")
 }
 
 // Sources: the receiver an event came through. (The payment receivers,

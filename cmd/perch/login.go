@@ -10,7 +10,6 @@ import (
 	"html"
 	"net"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -386,8 +385,9 @@ func codeChallenge(verifier string) string {
 // has started: some openers live as long as the browser window.
 func openBrowser(u string) error {
 	// The address comes from the server; only a web page may be opened,
-	// never a file or another program's scheme.
-	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
+	// never a file or another program's scheme: the rule of a
+	// notification's link, which the server keeps to as well.
+	if u == "" || !perch.ValidURL(u) {
 		return fmt.Errorf("not opening %q: not an http(s) address", u)
 	}
 	var cmd *exec.Cmd

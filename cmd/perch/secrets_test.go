@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,5 +104,44 @@ func TestStoredEmailSettingsWinOverTheEnvironment(t *testing.T) {
 	}
 	if n := first.Count("ada@example.com"); n != 0 {
 		t.Errorf("the environment's server got %d messages after the change", n)
+	}
+}
+
+// TestServeWarnsOfADatabaseOthersCanRead: the server leaves an existing
+// SQLite file's mode alone, but says so when every user of the machine
+// can read it; a database it made itself (0600) draws no warning.
+func TestServeWarnsOfADatabaseOthersCanRead(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix file modes")
+	}
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode // 0: the server makes the file
+		warn bool
+	}{
+		{"made by the server", 0, false},
+		{"group-readable, as an operator may choose", 0o640, false},
+		{"world-readable, as older versions made it", 0o644, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "perch.db")
+			if tc.mode != 0 {
+				if err := os.WriteFile(path, nil, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			st, err := openStore(context.Background(), &config{DatabaseURL: path}, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			if warned := strings.Contains(logs.String(), "open to every user of this machine"); warned != tc.warn {
+				t.Fatalf("warned %v, want %v: %s", warned, tc.warn, logs.String())
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -56,7 +57,26 @@ func openStore(ctx context.Context, c *config, logger *slog.Logger) (*store.Stor
 		s.Close()
 		return nil, err
 	}
+	warnReadableDatabase(s.Path(), logger)
 	return s, nil
+}
+
+// warnReadableDatabase tells the operator when the SQLite database at path
+// ("" on PostgreSQL) can be read or written by users other than its owner
+// and group: a file an older Perch made 0644, or one copied in. Perch
+// makes a new database 0600 and leaves an existing one's mode as the
+// operator set it (store.Open), so this is the only nudge. Windows keeps
+// no such bits.
+func warnReadableDatabase(path string, logger *slog.Logger) {
+	if path == "" || runtime.GOOS == "windows" {
+		return
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm()&0o007 == 0 {
+		return
+	}
+	logger.Warn("the database file is open to every user of this machine: it holds password hashes, sealed secrets and the audit log",
+		"path", path, "mode", info.Mode().Perm().String(), "fix", "chmod 600 "+path+" "+path+"-wal "+path+"-shm")
 }
 
 // gcHeadroom is how far past twice the live heap the heap may grow before a

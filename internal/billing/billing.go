@@ -20,11 +20,10 @@ import (
 type Provider interface {
 	// Name answers perch.BillingStripe or perch.BillingPaddle.
 	Name() string
-	// Checkout answers the URL of the provider's hosted checkout for the
-	// organisation and plan. A plan without a configured price is ErrNoPrice;
-	// a failure at the provider is an error that names it ("stripe: …",
-	// "paddle: …").
-	Checkout(ctx context.Context, c CheckoutRequest) (string, error)
+	// Checkout opens the provider's hosted checkout for the organisation
+	// and plan. A plan without a configured price is ErrNoPrice; a failure
+	// at the provider is an error that names it ("stripe: …", "paddle: …").
+	Checkout(ctx context.Context, c CheckoutRequest) (*Checkout, error)
 	// Portal answers the URL of the provider's customer portal for the
 	// customer (and subscription, for Paddle).
 	Portal(ctx context.Context, customerID, subscriptionID, returnURL string) (string, error)
@@ -41,6 +40,18 @@ type CheckoutRequest struct {
 	CustomerID string // the organisation's customer at the provider, if it has one ("" otherwise)
 	SuccessURL string // the dashboard's billing page, absolute
 	CancelURL  string
+}
+
+// Checkout is a hosted checkout the provider opened.
+type Checkout struct {
+	// ID is the provider's id of the checkout: a Stripe Checkout Session
+	// (cs_…) or a Paddle transaction (txn_…). The event that completes it
+	// names it (checkout.session.completed's session; transaction.completed
+	// and subscription.created's transaction), which is how the server
+	// knows which organisation the subscription it makes is for.
+	ID string
+	// URL is where the buyer is sent.
+	URL string
 }
 
 // ErrNoPrice is returned by Checkout when the plan has no price configured;

@@ -68,18 +68,18 @@ type paddleTransactionRequest struct {
 
 // Checkout creates an automatically-collected transaction for the plan's
 // price, with the organisation in custom_data (Paddle copies it to the
-// subscription the transaction creates), and answers the transaction's
-// checkout URL: the account's default payment link with ?_ptxn=, where
+// subscription the transaction creates), and answers the transaction's id
+// and checkout URL: the account's default payment link with ?_ptxn=, where
 // Paddle.js opens the checkout. Paddle takes no buyer's address or return
 // URLs on a transaction, so Email, SuccessURL and CancelURL are not sent;
 // the customer is, when the organisation has one.
-func (p *paddleProvider) Checkout(ctx context.Context, c CheckoutRequest) (string, error) {
+func (p *paddleProvider) Checkout(ctx context.Context, c CheckoutRequest) (*Checkout, error) {
 	if err := checkRequest(c); err != nil {
-		return "", err
+		return nil, err
 	}
 	price, err := p.prices.price(c.Plan)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	body := paddleTransactionRequest{
 		Items:          []paddleItem{{PriceID: price, Quantity: 1}},
@@ -94,12 +94,15 @@ func (p *paddleProvider) Checkout(ctx context.Context, c CheckoutRequest) (strin
 		} `json:"checkout"`
 	}
 	if err := p.post(ctx, "create transaction", "/transactions", body, &txn); err != nil {
-		return "", err
+		return nil, err
+	}
+	if txn.ID == "" {
+		return nil, errors.New("paddle: the transaction created has no id")
 	}
 	if txn.Checkout == nil || txn.Checkout.URL == "" {
-		return "", fmt.Errorf("paddle: transaction %s has no checkout URL (is a default payment link set in Paddle's checkout settings?)", txn.ID)
+		return nil, fmt.Errorf("paddle: transaction %s has no checkout URL (is a default payment link set in Paddle's checkout settings?)", txn.ID)
 	}
-	return txn.Checkout.URL, nil
+	return &Checkout{ID: txn.ID, URL: txn.Checkout.URL}, nil
 }
 
 // Portal creates a customer portal session for the customer and answers

@@ -29,7 +29,7 @@ func TestPaddleCheckout(t *testing.T) {
 		t.Fatalf("Name() = %q", p.Name())
 	}
 
-	u, err := p.Checkout(t.Context(), CheckoutRequest{OrgID: "org_1", Plan: "team", Email: "ada@example.com", SuccessURL: "https://perch.test/billing"})
+	co, err := p.Checkout(t.Context(), CheckoutRequest{OrgID: "org_1", Plan: "team", Email: "ada@example.com", SuccessURL: "https://perch.test/billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +41,8 @@ func TestPaddleCheckout(t *testing.T) {
 	if len(txns) != 2 {
 		t.Fatalf("the fake has %d transactions, want 2", len(txns))
 	}
-	if want := paddlefake.CheckoutURL + "?_ptxn=" + txns[0].ID; u != want {
-		t.Errorf("checkout URL = %q, want %q", u, want)
+	if want := (Checkout{ID: txns[0].ID, URL: paddlefake.CheckoutURL + "?_ptxn=" + txns[0].ID}); *co != want {
+		t.Errorf("checkout = %+v, want %+v", *co, want)
 	}
 	want := []paddlefake.Transaction{
 		{Items: []paddlefake.Item{{PriceID: paddleTeam, Quantity: 1}}, CustomData: map[string]any{"org_id": "org_1", "plan": "team"}, CollectionMode: "automatic"},

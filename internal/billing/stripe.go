@@ -65,17 +65,17 @@ func (p *stripeProvider) Name() string { return perch.BillingStripe }
 func (p *stripeProvider) PlanOf(priceID string) string { return p.prices.planOf(priceID) }
 
 // Checkout creates a Checkout Session in subscription mode for the plan's
-// price. The organisation id travels as client_reference_id and in the
+// price, and answers its id and URL. The organisation id travels as client_reference_id and in the
 // session's and the subscription's metadata, so that every later event can
 // be tied back to it. An organisation that is already a customer keeps its
 // customer; otherwise the buyer's address is prefilled.
-func (p *stripeProvider) Checkout(ctx context.Context, c CheckoutRequest) (string, error) {
+func (p *stripeProvider) Checkout(ctx context.Context, c CheckoutRequest) (*Checkout, error) {
 	if err := checkRequest(c); err != nil {
-		return "", err
+		return nil, err
 	}
 	price, err := p.prices.price(c.Plan)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModeSubscription)),
@@ -102,12 +102,12 @@ func (p *stripeProvider) Checkout(ctx context.Context, c CheckoutRequest) (strin
 	}
 	session, err := p.client.V1CheckoutSessions.Create(ctx, params)
 	if err != nil {
-		return "", p.wrap("create checkout session", err)
+		return nil, p.wrap("create checkout session", err)
 	}
-	if session.URL == "" {
-		return "", fmt.Errorf("stripe: checkout session %s has no URL", session.ID)
+	if session.ID == "" || session.URL == "" {
+		return nil, fmt.Errorf("stripe: checkout session %q has no id or no URL", session.ID)
 	}
-	return session.URL, nil
+	return &Checkout{ID: session.ID, URL: session.URL}, nil
 }
 
 // Portal creates a billing portal session for the customer, returning to

@@ -37,11 +37,14 @@ func TestStripeAgainstStripeMock(t *testing.T) {
 		{OrgID: "org_1", Plan: "team", Email: "ada@example.com", SuccessURL: "https://perch.test/billing?checkout=done", CancelURL: "https://perch.test/billing"},
 		{OrgID: "org_1", Plan: "enterprise", CustomerID: "cus_123", SuccessURL: "https://perch.test/billing", CancelURL: "https://perch.test/billing"},
 	} {
-		u, err := p.Checkout(t.Context(), c)
+		co, err := p.Checkout(t.Context(), c)
 		if err != nil {
 			t.Fatalf("Checkout(%+v): %v", c, err)
 		}
-		mustHTTPS(t, "checkout URL", u)
+		if !strings.HasPrefix(co.ID, "cs_") {
+			t.Errorf("checkout id %q, want the session's cs_…", co.ID)
+		}
+		mustHTTPS(t, "checkout URL", co.URL)
 	}
 
 	u, err := p.Portal(t.Context(), "cus_123", "sub_123", "https://perch.test/billing")

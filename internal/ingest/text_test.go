@@ -14,9 +14,10 @@ import (
 
 // TestTextThatCannotBeStoredDoesNotFailTheBatch writes, in one batch (one
 // transaction), clean notifications beside ones PostgreSQL would refuse: a
-// NUL, invalid UTF-8, control characters and a dedupe key too long to index.
-// Every one is stored, cleaned, and a redelivery of the long key is still
-// recognised.
+// NUL, invalid UTF-8, control characters and a dedupe key too long to index,
+// and ones with links no client may open (javascript:, file:). Every one is
+// stored, cleaned (those links dropped), and a redelivery of the long key is
+// still recognised.
 func TestTextThatCannotBeStoredDoesNotFailTheBatch(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		w := start(t, s, fanout.NewLocal())
@@ -33,7 +34,12 @@ func TestTextThatCannotBeStoredDoesNotFailTheBatch(t *testing.T) {
 		dirty.Notification.URL = "https://example.com/\x00"
 		keyed := event("keyed")
 		keyed.DedupeKey = longKey
-		stored, err := w.Write(ctx, event("before"), dirty, keyed, event("after"))
+		// A link the menu bar must never open, whoever wrote it: dropped.
+		scripted := event("scripted")
+		scripted.Notification.URL = "javascript:alert(document.cookie)"
+		filed := event("filed")
+		filed.Notification.URL = "file:///etc/passwd"
+		stored, err := w.Write(ctx, event("before"), dirty, keyed, scripted, filed, event("after"))
 		if err != nil {
 			t.Fatalf("Write: %v", err)
 		}
@@ -41,6 +47,8 @@ func TestTextThatCannotBeStoredDoesNotFailTheBatch(t *testing.T) {
 			{Title: "before", Tab: "T"},
 			{Title: "a b cd", Tab: "T ", Message: "line 1\nline 2\t\ufffd", URL: "https://example.com/ "},
 			{Title: "keyed", Tab: "T"},
+			{Title: "scripted", Tab: "T"},
+			{Title: "filed", Tab: "T"},
 			{Title: "after", Tab: "T"},
 		}
 		if len(stored) != len(want) {

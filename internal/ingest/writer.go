@@ -284,13 +284,17 @@ const maxDedupeKey = 512
 // payloads, and the inbound receiver refuses what a person should fix, so
 // this seldom changes anything; it is the one place that guarantees it.
 // A key too long is replaced by its SHA-256, which keeps redeliveries of
-// it apart from other keys and equal to each other.
+// it apart from other keys and equal to each other. A link that
+// perch.ValidURL refuses is dropped: the receivers and workflows keep to
+// that rule already, and this guards whatever writes next.
 func storable(nn *store.NewNotification) {
 	n := &nn.Notification
 	n.Tab = perch.CleanText(n.Tab, perch.SingleLine)
 	n.Title = perch.CleanText(n.Title, perch.SingleLine)
 	n.Message = perch.CleanText(n.Message, perch.MultiLine)
-	n.URL = perch.CleanText(n.URL, perch.SingleLine)
+	if n.URL = perch.CleanText(n.URL, perch.SingleLine); !perch.ValidURL(n.URL) {
+		n.URL = ""
+	}
 	nn.DedupeKey = perch.CleanText(nn.DedupeKey, perch.SingleLine)
 	if len(nn.DedupeKey) > maxDedupeKey {
 		sum := sha256.Sum256([]byte(nn.DedupeKey))

@@ -59,7 +59,7 @@ func TestBillingFixtures(t *testing.T) {
 		}},
 		{"paddle/subscription.created.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "subscription.created", OccurredAt: rfc3339(t, wrappedPaddleTime),
-			CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
+			CheckoutID: "txn_01hv8wptq8987qeep44cyrewp9", CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
 			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:18:47.635628Z"), CancelAtPeriodEnd: boolp(false),
 		}},
 		{"paddle/subscription.updated.data_only.json", true, perch.BillingEvent{
@@ -75,7 +75,7 @@ func TestBillingFixtures(t *testing.T) {
 		}},
 		{"paddle/transaction.completed.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "transaction.completed", OccurredAt: rfc3339(t, wrappedPaddleTime),
-			CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
+			CheckoutID: "txn_01hv8wptq8987qeep44cyrewp9", CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
 			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:18:47.635628Z"),
 		}},
 		// The first checkout's payment failed before any subscription
@@ -155,6 +155,7 @@ func billingEventDiff(got, want perch.BillingEvent) []string {
 	text("ID", got.ID, want.ID)
 	text("Type", got.Type, want.Type)
 	text("OrgID", got.OrgID, want.OrgID)
+	text("CheckoutID", got.CheckoutID, want.CheckoutID)
 	text("CustomerID", got.CustomerID, want.CustomerID)
 	text("SubscriptionID", got.SubscriptionID, want.SubscriptionID)
 	text("PriceID", got.PriceID, want.PriceID)

@@ -105,9 +105,9 @@ func Inbound(body []byte) (Result, error) {
 	link, _ := field("url", in.URL, perch.SingleLine)
 	switch link = strings.TrimSpace(link); {
 	case link == "":
-	case len(link) > maxURL:
-		problem("url", fmt.Sprintf("must be at most %d bytes", maxURL))
-	case webURL(link) == "":
+	case len(link) > perch.MaxURL:
+		problem("url", fmt.Sprintf("must be at most %d bytes", perch.MaxURL))
+	case !perch.ValidURL(link):
 		// Any other scheme (javascript:, file:, data:) is refused: people
 		// click the link.
 		problem("url", "must be an http:// or https:// address")

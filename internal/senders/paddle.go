@@ -33,6 +33,7 @@ type paddlePeriod struct {
 // reads.
 type paddleSubscription struct {
 	ID                   string            `json:"id"`
+	TransactionID        string            `json:"transaction_id"` // subscription.created: the transaction that made it
 	CustomerID           string            `json:"customer_id"`
 	Status               string            `json:"status"`
 	CustomData           *paddleCustomData `json:"custom_data"`
@@ -45,6 +46,7 @@ type paddleSubscription struct {
 
 // paddleTransaction is the part of a Paddle Billing transaction Perch reads.
 type paddleTransaction struct {
+	ID             string            `json:"id"`
 	SubscriptionID string            `json:"subscription_id"`
 	CustomerID     string            `json:"customer_id"`
 	CustomData     *paddleCustomData `json:"custom_data"`
@@ -107,7 +109,8 @@ func PaddleEvent(body []byte) (ev perch.BillingEvent, ok bool, err error) {
 		return ev, false, nil
 	}
 	if err == nil {
-		err = billingIDs("The organisation id in data", ev.OrgID, "The customer id in data", ev.CustomerID,
+		err = billingIDs("The organisation id in data", ev.OrgID, "The transaction id in data", ev.CheckoutID,
+			"The customer id in data", ev.CustomerID,
 			"The subscription id in data", ev.SubscriptionID, "The price id in data", ev.PriceID)
 	}
 	if err != nil {
@@ -135,6 +138,9 @@ func paddleSubscriptionEvent(ev *perch.BillingEvent, raw json.RawMessage) (bool,
 	ev.CustomerID = s.CustomerID
 	if s.CustomData != nil {
 		ev.OrgID = s.CustomData.OrgID
+	}
+	if ev.Type == "subscription.created" {
+		ev.CheckoutID = s.TransactionID
 	}
 	ev.Status = paddleStatus(s.Status)
 
@@ -213,6 +219,7 @@ func paddleTransactionEvent(ev *perch.BillingEvent, raw json.RawMessage) (bool, 
 
 	switch ev.Type {
 	case "transaction.completed":
+		ev.CheckoutID = t.ID // the checkout's, when it completes one Perch opened
 		ev.Status = perch.PlanActive
 		if t.BillingPeriod != nil {
 			var err error

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,7 +39,6 @@ const (
 	maxTitle   = 200
 	maxMessage = 4000
 	maxTab     = 50
-	maxURL     = 4096 // bytes; longer links are dropped, not cut
 )
 
 func ignored(format string, args ...any) Result {
@@ -173,19 +171,15 @@ func deliveryID(s string) string {
 	return truncate(oneLine(strings.ToValidUTF8(s, "")), 200)
 }
 
-// webURL returns s when it is an absolute http or https URL of sensible
-// length, and "" otherwise: the menu bar opens it on a click, so a javascript:
-// or file: link from a forged delivery must never get that far.
+// webURL returns s, trimmed, when perch.ValidURL takes it, and ""
+// otherwise: the senders' links are not ours to fix, so one that is not an
+// absolute http or https URL of at most perch.MaxURL bytes is dropped (a
+// longer one is not cut), never refused with the delivery.
 func webURL(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > maxURL {
-		return ""
+	if s = strings.TrimSpace(s); perch.ValidURL(s) {
+		return s
 	}
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return ""
-	}
-	return s
+	return ""
 }
 
 // firstNonEmpty returns the first of values that is not blank.

@@ -125,7 +125,7 @@ func TestWebURL(t *testing.T) {
 		"https://":                               "",
 		"not a url at all":                       "",
 		"":                                       "",
-		"https://example.com/" + strings.Repeat("a", maxURL): "",
+		"https://example.com/" + strings.Repeat("a", perch.MaxURL): "",
 	}
 	for in, want := range tests {
 		if got := webURL(in); got != want {

@@ -44,6 +44,7 @@ type stripeMetadata struct {
 
 // stripeCheckoutSession is the part of a Checkout Session Perch reads.
 type stripeCheckoutSession struct {
+	ID                string         `json:"id"`
 	Object            string         `json:"object"`
 	ClientReferenceID string         `json:"client_reference_id"`
 	Customer          stripeRef      `json:"customer"`
@@ -196,7 +197,8 @@ func StripeEvent(body []byte) (ev perch.BillingEvent, ok bool, err error) {
 		ok, err = stripeInvoiceEvent(&ev, e.Data.Object)
 	}
 	if err == nil {
-		err = billingIDs("The organisation id in data.object", ev.OrgID, "The customer id in data.object", ev.CustomerID,
+		err = billingIDs("The organisation id in data.object", ev.OrgID, "The checkout session id in data.object", ev.CheckoutID,
+			"The customer id in data.object", ev.CustomerID,
 			"The subscription id in data.object", ev.SubscriptionID, "The price id in data.object", ev.PriceID)
 	}
 	if err != nil {
@@ -221,6 +223,7 @@ func stripeCheckout(ev *perch.BillingEvent, raw json.RawMessage) (bool, error) {
 		return false, nil
 	}
 	ev.OrgID = firstNonEmpty(s.ClientReferenceID, s.Metadata.OrgID)
+	ev.CheckoutID = s.ID
 	ev.CustomerID = string(s.Customer)
 	ev.SubscriptionID = string(s.Subscription)
 	ev.PriceID = s.Metadata.PriceID

@@ -32,9 +32,10 @@ func TestStripeEvent(t *testing.T) {
 		want perch.BillingEvent
 	}{
 		{"a paid checkout in subscription mode starts Perch's subscription",
-			stripeBody("checkout.session.completed", `{`+session+`,"client_reference_id":"org_1","customer":"cus_1","subscription":"sub_1",
+			stripeBody("checkout.session.completed", `{"id":"cs_1",`+session+`,"client_reference_id":"org_1","customer":"cus_1","subscription":"sub_1",
 				"metadata":{"org_id":"org_meta","plan":"team","price_id":"price_team"}}`, ""),
-			true, event("checkout.session.completed", perch.BillingEvent{OrgID: "org_1", CustomerID: "cus_1", SubscriptionID: "sub_1", PriceID: "price_team", Status: perch.PlanActive})},
+			true, event("checkout.session.completed", perch.BillingEvent{OrgID: "org_1", CheckoutID: "cs_1", CustomerID: "cus_1", SubscriptionID: "sub_1",
+				PriceID: "price_team", Status: perch.PlanActive})},
 		{"without a client reference the organisation comes from the metadata, and expanded objects give their ids",
 			stripeBody("checkout.session.completed", `{"object":"checkout.session","mode":"subscription","payment_status":"no_payment_required",
 				"client_reference_id":null,"customer":{"id":"cus_2","object":"customer"},"subscription":{"id":"sub_2","object":"subscription"},"metadata":{"org_id":"org_2"}}`, ""),
@@ -144,6 +145,9 @@ func TestStripeEventRefuses(t *testing.T) {
 			"data.object.customer must be a string, not a number"},
 		{"a customer id too long", string(stripeBody("invoice.paid", `{"subscription":"sub_1","customer":"`+long+`"}`, "")),
 			"The customer id in data.object is 256 bytes long"},
+		{"a checkout session id too long", string(stripeBody("checkout.session.completed",
+			`{"id":"`+long+`","mode":"subscription","payment_status":"paid","subscription":"sub_1"}`, "")),
+			"The checkout session id in data.object is 256 bytes long"},
 		{"a subscription id with a NUL", string(stripeBody("invoice.paid", `{"subscription":"sub_\u0000"}`, "")), "control character"},
 		{"a negative period end", string(stripeBody("customer.subscription.updated", `{"id":"sub_1","current_period_end":-5}`, "")),
 			"data.object.current_period_end must be a Unix time"},

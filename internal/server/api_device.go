@@ -77,9 +77,9 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deviceRequestInfo shows a signed-in user the sign-in they are asked to
-// approve, for the verification page.
+// approve, for the verification page (deviceRequestFor says whom).
 func (s *Server) deviceRequestInfo(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.store.DeviceSession(r.Context(), r.PathValue("session_id"))
+	d, err := s.deviceRequestFor(r.Context(), r.PathValue("session_id"), principal(r).User)
 	if err != nil {
 		return err
 	}
@@ -91,12 +91,38 @@ func (s *Server) deviceRequestInfo(w http.ResponseWriter, r *http.Request) error
 		Status: status, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt})
 }
 
+// errDeviceRequestNotFound is the answer about a sign-in the caller may not
+// see: the store's own for an id that does not exist, word for word, so
+// that an id is never confirmed.
+var errDeviceRequestNotFound = perch.Errorf(perch.ENOTFOUND, "Sign-in request not found.")
+
+// deviceRequestFor returns the sign-in id as u may see it. Undecided
+// (pending, or expired unanswered), it is for the person about to answer
+// it, who cannot be known before they do: anyone signed in who holds its
+// id, which only the app's verification link carries (the app opens it in
+// its user's browser, or shows it beside the user code to type). Once
+// approved or denied it is the decider's alone: what it says then (who
+// answered, whether the tokens went out) is nobody else's business, and
+// another user holding the id is someone the link was passed to. Anyone
+// else is answered errDeviceRequestNotFound, as for no such id.
+func (s *Server) deviceRequestFor(ctx context.Context, id string, u *perch.User) (*perch.DeviceSession, error) {
+	d, err := s.store.DeviceSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.UserID != "" && d.UserID != u.ID {
+		return nil, errDeviceRequestNotFound
+	}
+	return d, nil
+}
+
 // deviceComplete records the signed-in user's answer to a pending sign-in
 // and sends the browser back to the app: with a one-time code when
 // approved, with error=access_denied when denied. An approval with the
 // user code the app shows (checked: a wrong one is validation_failed)
 // also lets the app's status poll take the tokens. The answer carries the
-// callback URL for the browser to be sent on to.
+// callback URL for the browser to be sent on to. A sign-in another user
+// answered is not found, as deviceRequestFor answers it.
 func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	// Another site must not make a signed-in browser approve a sign-in the
 	// attacker started, whether by form post or by cookie.
@@ -113,6 +139,10 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	d, err := s.deviceRequestFor(r.Context(), in.SessionID, p.User)
+	if err != nil {
+		return err
+	}
 	var status, callback string
 	confirmed := false
 	if in.Action == "deny" {
@@ -123,7 +153,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 		status, callback = perch.DeviceDenied, deviceCallback(d.Port, "error=access_denied&session_id="+url.QueryEscape(d.ID))
 		s.audit(r, perch.AuditEntry{Action: perch.AuditDeviceDenied, Target: deviceTarget(d.ID), Changes: map[string]any{"client_name": d.ClientName}})
 	} else {
-		if confirmed, err = s.checkUserCode(r.Context(), in); err != nil {
+		if confirmed, err = checkUserCode(d, in); err != nil {
 			return err
 		}
 		code, hash := auth.NewToken(perch.DeviceCodePrefix)
@@ -145,17 +175,13 @@ type deviceCompleted struct {
 	UserCodeConfirmed bool   `json:"user_code_confirmed"` // the app's status poll may take the tokens
 }
 
-// checkUserCode reports whether the approval in confirms the sign-in with
-// its user code: false when none was typed, an EVALIDATION error for a code
-// that is not the one the app shows. A sign-in that can no longer be
+// checkUserCode reports whether the approval in confirms the sign-in d
+// with its user code: false when none was typed, an EVALIDATION error for a
+// code that is not the one the app shows. A sign-in that can no longer be
 // answered says so first, rather than that the code is wrong.
-func (s *Server) checkUserCode(ctx context.Context, in deviceAnswer) (bool, error) {
+func checkUserCode(d *perch.DeviceSession, in deviceAnswer) (bool, error) {
 	if strings.TrimSpace(in.UserCode) == "" {
 		return false, nil
-	}
-	d, err := s.store.DeviceSession(ctx, in.SessionID)
-	if err != nil {
-		return false, err
 	}
 	if err := d.CheckDecidable(); err != nil {
 		return false, err

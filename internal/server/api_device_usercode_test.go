@@ -202,3 +202,74 @@ func TestDeviceAuthorizeClientName(t *testing.T) {
 		expect(t, a.call("GET", "/api/v1/auth/device/authorize?"+q.Encode(), "", nil), 200)
 	})
 }
+
+// TestDeviceRequestIsSeenOnlyByWhoMayAnswerIt: a sign-in not yet answered
+// is shown to anyone signed in who holds its id (the person the app's
+// verification link reached, about to answer it); once approved or
+// denied, only to the user who answered it. Everyone else is answered
+// exactly as for an id that does not exist, whether they read it or try
+// to answer it again.
+func TestDeviceRequestIsSeenOnlyByWhoMayAnswerIt(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada, bob := a.register("Ada"), a.register("Bob")
+		colleague := a.invite(ada, "Cleo", "admin") // Ada's own organisation: no exception
+		read := func(acc *account, app *deviceApp, status int) *response {
+			t.Helper()
+			return expect(t, a.call("GET", "/api/v1/auth/device/requests/"+app.Session, acc.Access, nil), status)
+		}
+		unknown := expect(t, a.call("GET", "/api/v1/auth/device/requests/dev_unknown", bob.Access, nil), 404)
+		hidden := func(res *response) {
+			t.Helper()
+			if res.Raw != unknown.Raw {
+				t.Fatalf("a hidden sign-in reads %s, an unknown id %s", res.Raw, unknown.Raw)
+			}
+		}
+
+		// Pending: whoever holds the link may see what they would approve.
+		approved := a.startDevice(53682)
+		for _, acc := range []*account{ada, bob, colleague} {
+			if d := read(acc, approved, 200).Data(); d["status"] != "pending" {
+				t.Fatalf("pending, as %s sees it: %v", acc.Email, d)
+			}
+		}
+
+		// Approved by Ada: hers alone, before and after the exchange.
+		code := a.approve(ada, approved)
+		if d := read(ada, approved, 200).Data(); d["status"] != "approved" {
+			t.Fatalf("approved, as Ada sees it: %v", d)
+		}
+		for _, acc := range []*account{bob, colleague} {
+			hidden(read(acc, approved, 404))
+			for _, action := range []string{"approve", "deny"} {
+				hidden(expect(t, a.complete(acc.Access, url.Values{"session_id": {approved.Session}, "action": {action}}), 404))
+			}
+		}
+		expect(t, a.complete(ada.Access, url.Values{"session_id": {approved.Session}}), 409) // she knows it, and why
+		a.wantSignedIn(expect(t, a.exchange(approved, code, approved.Verifier), 200).Data(), ada)
+		read(ada, approved, 200)
+		hidden(read(bob, approved, 404))
+
+		// Denied by Bob: his alone.
+		denied := a.startDevice(53683)
+		expect(t, a.complete(bob.Access, url.Values{"session_id": {denied.Session}, "action": {"deny"}}), 200)
+		if d := read(bob, denied, 200).Data(); d["status"] != "denied" {
+			t.Fatalf("denied, as Bob sees it: %v", d)
+		}
+		hidden(read(ada, denied, 404))
+
+		// Expired unanswered: still nobody's, so the link's holder learns
+		// it expired; expired after an answer: still the answerer's.
+		unanswered := a.startDevice(53684)
+		answered := a.startDevice(53685)
+		a.approve(bob, answered)
+		a.clock.Advance(perch.DeviceSessionTTL + time.Second)
+		for _, acc := range []*account{ada, bob} {
+			if d := read(acc, unanswered, 200).Data(); d["status"] != "expired" {
+				t.Fatalf("expired unanswered, as %s sees it: %v", acc.Email, d)
+			}
+		}
+		read(bob, answered, 200)
+		hidden(read(ada, answered, 404))
+	})
+}

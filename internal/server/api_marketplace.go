@@ -81,7 +81,11 @@ func (s *Server) listMarketplace(w http.ResponseWriter, r *http.Request) error {
 // installWorkflow copies the marketplace workflow {id} into the caller's
 // organisation (201), or brings the copy it has to the latest published
 // version (200). The copy is disabled until enabled, and its forward URLs
-// and e-mail targets are blank until its organisation fills them in.
+// and e-mail targets are blank until its organisation fills them in. An
+// update that changes what the copy does switches it off (the answer says
+// enabled false, and the audit entry's changes too), so that an author's
+// new version never runs before the organisation's owners or admins have
+// read it and switched it on again.
 func (s *Server) installWorkflow(w http.ResponseWriter, r *http.Request) error {
 	u := principal(r).User
 	src, err := s.store.Listing(r.Context(), r.PathValue("id"))
@@ -91,18 +95,21 @@ func (s *Server) installWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if src.Workflow.OrgID == u.OrgID {
 		return perch.Errorf(perch.ECONFLICT, "This is your organisation's own workflow; fork it to make a copy.")
 	}
-	wf, updated, err := s.store.InstallWorkflow(r.Context(), u.OrgID, src.Workflow.ID, u.ID)
+	in, err := s.store.InstallWorkflow(r.Context(), u.OrgID, src.Workflow.ID, u.ID)
 	if err != nil {
 		return err
 	}
 	s.workflowsChanged(r.Context(), u.OrgID)
-	s.audit(r, perch.AuditEntry{Action: perch.AuditWorkflowInstalled, Target: workflowTarget(wf.ID),
-		Changes: map[string]any{"source": src.Workflow.ID, "source_version": src.Workflow.Version, "updated": updated}})
+	changes := map[string]any{"source": src.Workflow.ID, "source_version": src.Workflow.Version, "updated": in.Updated}
+	if in.SwitchedOff {
+		changes["enabled"] = false
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditWorkflowInstalled, Target: workflowTarget(in.Workflow.ID), Changes: changes})
 	status := http.StatusCreated
-	if updated {
+	if in.Updated {
 		status = http.StatusOK
 	}
-	return s.respondWorkflow(w, r, status, wf)
+	return s.respondWorkflow(w, r, status, in.Workflow)
 }
 
 // forkWorkflow makes an independent, disabled copy of one of the caller's

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
@@ -105,9 +106,11 @@ func TestMarketplaceRoundTrip(t *testing.T) {
 		if got := expect(t, a.call("GET", workflowsPath, bobMember.Access, nil), 200).List(); len(got) != 1 || got[0]["update_available"] != true {
 			t.Fatalf("Bob's list after republishing = %v", got)
 		}
+		// Taking it switches the copy off until Bob switches it on again
+		// (TestTakingAMarketplaceUpdateSwitchesTheCopyOff).
 		updated := expect(t, a.call("POST", workflowsPath+"/"+id+"/install", bob.Access, nil), 200).Data()
 		if updated["id"] != copyID || updated["update_available"] != false || updated["condition"] != `event.severity != "info"` ||
-			updated["source"].(map[string]any)["version"] != 2.0 || updated["name"] != "Ours" || updated["enabled"] != true {
+			updated["source"].(map[string]any)["version"] != 2.0 || updated["name"] != "Ours" || updated["enabled"] != false {
 			t.Fatalf("updated install = %v", updated)
 		}
 		kept, _ := s.Workflow(t.Context(), bob.OrgID, copyID)
@@ -142,6 +145,64 @@ func TestMarketplaceRoundTrip(t *testing.T) {
 		}
 		if got := len(a.workflowAudits(perch.AuditWorkflowInstalled)); got != 2 {
 			t.Errorf("%d install entries, want 2 (an install and an update)", got)
+		}
+	})
+}
+
+// TestTakingAMarketplaceUpdateSwitchesTheCopyOff: an author who adds a
+// forward step to a published workflow cannot have it run in the copies
+// other organisations run. Installing again takes the new version switched
+// off, says so in the answer and the audit entry, and the copy runs on
+// nothing until an owner or admin, having filled in the new step, switches
+// it on again.
+func TestTakingAMarketplaceUpdateSwitchesTheCopyOff(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada, bob := a.register("Ada"), a.register("Bob")
+		id := a.mustCreateWorkflow(ada, map[string]any{"name": "Tag errors", "enabled": true, "condition": `event.severity == "error"`,
+			"steps": []any{map[string]any{"set": map[string]any{"title": `"[err] " + event.title`}}}})["id"].(string)
+		expect(t, a.call("POST", workflowsPath+"/"+id+"/publish", ada.Access, nil), 200)
+		copyID := expect(t, a.call("POST", workflowsPath+"/"+id+"/install", bob.Access, nil), 201).Data()["id"].(string)
+		expect(t, a.call("PATCH", workflowsPath+"/"+copyID, bob.Access, map[string]any{"enabled": true}), 200)
+		tok := a.webhookToken(bob, "org", "")
+		a.deliver(tok, map[string]any{"title": "first", "severity": "error"})
+		if runs := a.runsOf(bob.OrgID, copyID); len(runs) != 1 {
+			t.Fatalf("runs before the update = %+v, want the one", runs)
+		}
+
+		// Ada adds a forward step and republishes; Bob's admin takes it.
+		expect(t, a.call("PATCH", workflowsPath+"/"+id, ada.Access, map[string]any{"steps": []any{
+			map[string]any{"set": map[string]any{"title": `"[err] " + event.title`}},
+			map[string]any{"forward": map[string]any{"url": "https://ada.example.com/collect", "secret": "s"}},
+		}}), 200)
+		expect(t, a.call("POST", workflowsPath+"/"+id+"/publish", ada.Access, nil), 200)
+		got := expect(t, a.call("POST", workflowsPath+"/"+id+"/install", bob.Access, nil), 200).Data()
+		if got["id"] != copyID || got["enabled"] != false || got["version"] != 2.0 || len(got["steps"].([]any)) != 2 {
+			t.Fatalf("the update taken = %v, want the copy switched off at version 2", got)
+		}
+		if w := expect(t, a.call("GET", workflowsPath+"/"+copyID, bob.Access, nil), 200).Data(); w["enabled"] != false {
+			t.Fatalf("the copy read back = %v", w)
+		}
+		entries := a.workflowAudits(perch.AuditWorkflowInstalled)
+		if len(entries) != 2 || entries[0].Target.ID != copyID || entries[0].Changes["enabled"] != false || entries[0].Changes["updated"] != true {
+			t.Fatalf("install entries = %+v, want the update's to say enabled false", entries)
+		}
+		if _, said := entries[1].Changes["enabled"]; said {
+			t.Fatalf("the first install's entry says %v", entries[1].Changes)
+		}
+
+		// Switched off, it runs on nothing.
+		a.deliver(tok, map[string]any{"title": "second", "severity": "error"})
+		if runs := a.runsOf(bob.OrgID, copyID); len(runs) != 1 {
+			t.Fatalf("runs after the update = %+v, want still the one", runs)
+		}
+		if jobs, err := s.ClaimJobs(t.Context(), a.clock.Now().Add(time.Hour), time.Minute, 10); err != nil || len(jobs) != 0 {
+			t.Fatalf("jobs queued after the update = %+v, %v; want no forward", jobs, err)
+		}
+		// Bob reviews it: the forward step wants his own target first.
+		res := expect(t, a.call("PATCH", workflowsPath+"/"+copyID, bob.Access, map[string]any{"enabled": true}), 422)
+		if res.Fields()["steps[1].forward.url"] == nil {
+			t.Fatalf("switching it on with the blank forward: %s", res.Raw)
 		}
 	})
 }

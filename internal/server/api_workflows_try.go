@@ -134,6 +134,10 @@ func (s *Server) tryNotification(ctx context.Context, u *perch.User, in tryInput
 		perch.CheckText(p, field, v, perch.SingleLine)
 	}
 	perch.CheckText(p, "event.message", n.Message, perch.MultiLine)
+	if !perch.ValidURL(n.URL) {
+		// A sample's link keeps to the rule of every notification's.
+		p.Add("event.url", "must be an http:// or https:// address")
+	}
 	return n, p.Err()
 }
 

@@ -51,7 +51,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 		customer = sub.CustomerID
 	}
 	back := s.baseURL() + billingPage
-	url, err := s.opts.Billing.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
+	co, err := s.opts.Billing.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
 		CustomerID: customer, SuccessURL: back + "?checkout=done", CancelURL: back + "?checkout=canceled"})
 	if errors.Is(err, billing.ErrNoPrice) {
 		return perch.Problems{"plan": "has no price at the payment provider yet"}.Err()
@@ -59,9 +59,14 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.providerDown(r, err)
 	}
+	// The event that completes this checkout binds the subscription to the
+	// organisation, and no other event can (Store.ApplyBillingEvent).
+	if err := s.store.RecordCheckout(r.Context(), s.opts.Billing.Name(), co.ID, u.OrgID); err != nil {
+		return err
+	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditCheckoutStarted, Target: orgTarget(u.OrgID),
-		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Name()}})
-	return respond(w, http.StatusOK, map[string]string{"checkout_url": url, "provider": s.opts.Billing.Name()})
+		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Name(), "checkout_id": co.ID}})
+	return respond(w, http.StatusOK, map[string]string{"checkout_url": co.URL, "provider": s.opts.Billing.Name()})
 }
 
 // portal serves POST /api/v1/billing/portal: the URL of the provider's

@@ -73,7 +73,7 @@ func TestFixturePayments(t *testing.T) {
 }
 
 // deliverFixture links an organisation to the fixture's customer and
-// delivers the fixture, signed; the subscription must then say what the
+// subscription (by a checkout of its own) and delivers the fixture, signed; the subscription must then say what the
 // event says.
 func deliverFixture(t *testing.T, a *api, provider, file string) {
 	body := paymentFixture(t, provider, file)
@@ -84,10 +84,15 @@ func deliverFixture(t *testing.T, a *api, provider, file string) {
 	}
 	owner := a.register("Olive Owner")
 	if ok {
-		link := perch.BillingEvent{Provider: ev.Provider, ID: "link", OccurredAt: time.Unix(0, 0), OrgID: owner.OrgID,
-			CustomerID: ev.CustomerID, SubscriptionID: ev.SubscriptionID, Status: perch.PlanActive}
-		if _, err := a.store.ApplyBillingEvent(t.Context(), link, ""); err != nil {
+		// The organisation completes a checkout of its own that made the
+		// fixture's subscription: that binds it, as only that can.
+		if err := a.store.RecordCheckout(t.Context(), ev.Provider, "checkout_link", owner.OrgID); err != nil {
 			t.Fatal(err)
+		}
+		link := perch.BillingEvent{Provider: ev.Provider, ID: "link", OccurredAt: time.Unix(0, 0), CheckoutID: "checkout_link",
+			CustomerID: ev.CustomerID, SubscriptionID: ev.SubscriptionID, Status: perch.PlanActive}
+		if out, err := a.store.ApplyBillingEvent(t.Context(), link, ""); err != nil || out.OrgID != owner.OrgID {
+			t.Fatalf("linking the fixture's subscription: %+v, %v", out, err)
 		}
 	}
 	var res *response

@@ -77,6 +77,21 @@ func (a *api) paddleEvent(id, typ string, at time.Time, data map[string]any) *re
 	return a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", senders.SignPaddle(paddleTestSecret, body, a.clock.Now()))
 }
 
+// lastCheckout is the provider's id of the checkout orgID opened last, as
+// its audit entry says.
+func (a *api) lastCheckout(orgID string) string {
+	a.t.Helper()
+	entries, _, err := a.store.AuditLog(a.t.Context(), perch.AuditFilter{Action: perch.AuditCheckoutStarted, OrgID: orgID, Page: perch.Page{Limit: 1}})
+	if err != nil || len(entries) == 0 {
+		a.t.Fatalf("no checkout of %s: %v", orgID, err)
+	}
+	id, _ := entries[0].Changes["checkout_id"].(string)
+	if id == "" {
+		a.t.Fatalf("the checkout's audit entry has no id: %v", entries[0].Changes)
+	}
+	return id
+}
+
 // subscription reads the organisation's subscription as acc sees it.
 func (a *api) subscription(acc *account) map[string]any {
 	a.t.Helper()
@@ -150,7 +165,7 @@ func TestStripeBilling(t *testing.T) {
 		}
 
 		now := a.clock.Now()
-		session := map[string]any{"id": "cs_test_1", "object": "checkout.session", "mode": "subscription", "payment_status": "paid",
+		session := map[string]any{"id": a.lastCheckout(org), "object": "checkout.session", "mode": "subscription", "payment_status": "paid",
 			"client_reference_id": org, "customer": "cus_perch", "subscription": "sub_perch",
 			"metadata": map[string]any{"org_id": org, "plan": "team", "price_id": "price_team"}}
 		expect(t, a.stripeEvent("evt_1", "checkout.session.completed", now, session), 200)
@@ -245,7 +260,11 @@ func TestPaddleBilling(t *testing.T) {
 		}
 
 		now := a.clock.Now()
+		if id := a.lastCheckout(org); id != fake.Transactions()[0].ID {
+			t.Fatalf("the checkout recorded is %q, Paddle's transaction %q", id, fake.Transactions()[0].ID)
+		}
 		sub := map[string]any{"id": "sub_01hv8y5ehszzq0yv20ttx3166y", "status": "active", "customer_id": "ctm_01hv8x29kz0t586xy6zn1a62ny", "custom_data": map[string]any{"org_id": org},
+			"transaction_id":         fake.Transactions()[0].ID,
 			"items":                  []any{map[string]any{"price": map[string]any{"id": "pri_enterprise"}, "quantity": 1}},
 			"current_billing_period": map[string]any{"starts_at": now.Format(time.RFC3339), "ends_at": now.AddDate(0, 1, 0).Format(time.RFC3339)}}
 		expect(t, a.paddleEvent("evt_01", "subscription.created", now, sub), 200)
@@ -326,4 +345,53 @@ func TestTrialsEnd(t *testing.T) {
 		}
 		expect(t, a.call("POST", "/api/v1/org/invitations", o.owner.Access, map[string]string{"email": "new@example.com"}), 409)
 	})
+}
+
+// TestPaymentReceiversAreLimitedPerAddress: the payment receivers count
+// every delivery per client address, in a bucket of their own shared by
+// both providers' paths: past the allowance an address is answered 429
+// with the rate-limit headers and Retry-After (the providers retry it),
+// while other addresses, and the address's other buckets, go on.
+func TestPaymentReceiversAreLimitedPerAddress(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
+		o.StripeWebhookSecret, o.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
+		o.PaymentLimit = perch.Limit{Count: 3, Period: time.Minute}
+	})
+	const flood, provider = "203.0.113.66:4000", "198.51.100.7:443"
+	stripe := func(id, remote string) *response {
+		body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "customer.created", "created": a.clock.Now().Unix(),
+			"data": map[string]any{"object": map[string]any{"id": "cus_1", "object": "customer"}}})
+		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeTestSecret, Timestamp: a.clock.Now()})
+		return a.call("POST", "/webhooks/payments-a", "", string(body), "Stripe-Signature", signed.Header, "RemoteAddr", remote)
+	}
+
+	// Three from one address, signed or not, on any of the four paths.
+	for i, res := range []*response{
+		expect(t, stripe("evt_1", flood), 200),
+		expect(t, a.call("POST", "/webhooks/stripe", "", `{"id":"evt_x"}`, "Stripe-Signature", "t=1,v1=00", "RemoteAddr", flood), 400),
+		expect(t, a.call("POST", "/webhooks/paddle", "", `{"event_id":"evt_x"}`, "Paddle-Signature", "ts=1;h1=00", "RemoteAddr", flood), 400),
+	} {
+		if res.Header.Get("X-RateLimit-Limit") != "3" || res.Header.Get("X-RateLimit-Remaining") != fmt.Sprint(2-i) || res.Header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("answer %d: headers %v", i, res.Header)
+		}
+	}
+	for _, path := range []string{"/webhooks/payments-a", "/webhooks/stripe", "/webhooks/payments-b", "/webhooks/paddle"} {
+		res := expect(t, a.call("POST", path, "", `{}`, "RemoteAddr", flood), 429)
+		if res.Header.Get("Retry-After") != "20" || res.Header.Get("X-RateLimit-Remaining") != "0" || res.Header.Get("X-RateLimit-Limit") != "3" ||
+			res.Header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("%s over the limit: headers %v", path, res.Header)
+		}
+	}
+	if res := expect(t, stripe("evt_2", flood), 429); res.Body["received"] != nil {
+		t.Fatalf("a limited delivery was taken: %s", res.Raw)
+	}
+
+	// Another address is not held up, nor are the address's other buckets.
+	expect(t, stripe("evt_2", provider), 200)
+	expect(t, a.call("POST", "/webhooks/inbound", "", map[string]string{"title": "still here"}, "RemoteAddr", flood), 200)
+	expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "x@example.com", "password": "wrong password"}, "RemoteAddr", flood), 401)
+
+	// The allowance comes back.
+	a.clock.Advance(time.Minute)
+	expect(t, stripe("evt_3", flood), 200)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -36,9 +37,20 @@ var (
 		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: senders.VerifyPaddleSignature, parse: senders.PaddleEvent}
 )
 
+// DefaultPaymentLimit is the payment receivers' allowance per client
+// address (Options.PaymentLimit), in a bucket of their own. A provider
+// delivers one request per event from a handful of published addresses
+// (Stripe about a dozen, Paddle six), and an organisation's subscription
+// makes a few events a month, so a real provider stays far below 600 a
+// minute from any one address; were it ever over, it retries a 429 with
+// backoff (both do, for days), so no event is lost. An address that is not
+// a provider's gets no more than that many signature checks of bodies of
+// up to 1 MiB.
+var DefaultPaymentLimit = perch.Limit{Count: 600, Period: time.Minute}
+
 // paymentReceiver serves a payment provider's webhook.
-func (s *Server) paymentReceiver(p paymentSender) http.Handler {
-	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		secret := p.secret(&s.opts)
 		if secret == "" {
 			return perch.Errorf(perch.EBILLINGUNAVAILABLE, "This receiver has no signing secret configured, and payment events are never taken unsigned.")
@@ -66,6 +78,10 @@ func (s *Server) paymentReceiver(p paymentSender) http.Handler {
 		case out.Duplicate:
 			writeJSON(w, http.StatusOK, receipt{Received: true, Duplicate: true})
 			return nil
+		case out.Ignored != "":
+			s.logIgnoredPayment(r, p, ev, out)
+			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: out.Ignored})
+			return nil
 		case out.OrgID == "":
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: "The event concerns no organisation of this server."})
 			return nil
@@ -76,7 +92,24 @@ func (s *Server) paymentReceiver(p paymentSender) http.Handler {
 		s.subscriptionChanged(r, p, ev, out)
 		writeJSON(w, http.StatusOK, receipt{Received: true})
 		return nil
-	})
+	}
+}
+
+// logIgnoredPayment logs an event that named an organisation and changed
+// nothing (store.BillingOutcome.Ignored). Naming another organisation than
+// the bound one is a warning: signed by the provider, it was still made by
+// someone trying to move a subscription, or to pay for an organisation
+// not theirs. Naming one before anything is bound is what Stripe does with
+// a new subscription's first events, sent before the checkout's
+// completion that binds it, and is only noted.
+func (s *Server) logIgnoredPayment(r *http.Request, p paymentSender, ev perch.BillingEvent, out *store.BillingOutcome) {
+	level, msg := slog.LevelInfo, "a payment event named an organisation that no completed checkout is linked to; it changed nothing"
+	if out.Bound != "" {
+		level, msg = slog.LevelWarn, "a payment event named another organisation than the one its subscription is linked to; it changed nothing"
+	}
+	s.log.Log(r.Context(), level, msg, "provider", p.provider, "event_id", ev.ID, "type", ev.Type, "named_org", ev.OrgID,
+		"checkout_id", ev.CheckoutID, "subscription_id", ev.SubscriptionID, "customer_id", ev.CustomerID, "linked_org", out.Bound,
+		"request_id", requestID(r))
 }
 
 // subscriptionChanged audits an applied event and sends its alert.

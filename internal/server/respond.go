@@ -35,9 +35,17 @@ type errorDetail struct {
 	Fields  map[string]string `json:"fields,omitempty"`
 }
 
-// writeError answers with err in the error shape. Only internal errors are
-// logged, with the request ID; their details never reach the client.
+// writeError answers with err in the error shape (under /scim/v2, in the
+// SCIM error schema). Only internal errors are logged, with the request ID;
+// their details never reach the client.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isSCIMPath(r.URL.Path) {
+		// SCIM clients read SCIM errors only: whatever refused the request
+		// (the body limit, a panic, no such path), it answers in their
+		// schema.
+		s.writeSCIMError(w, r, err)
+		return
+	}
 	code := perch.ErrorCode(err)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		err = perch.Errorf(perch.ETOOLARGE, "The request body is larger than the limit of %s.", byteSize(mbe.Limit))
@@ -185,10 +193,6 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) error {
 	if len(allowed) > 0 {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		err = perch.Errorf(perch.EMETHOD, "%s is not allowed here; use %s.", r.Method, strings.Join(allowed, " or "))
-	}
-	if r.URL.Path == scimPrefix || strings.HasPrefix(r.URL.Path, scimPrefix+"/") {
-		s.writeSCIMError(w, r, err) // SCIM clients read SCIM errors only
-		return nil
 	}
 	return err
 }

@@ -104,11 +104,14 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/billing/plans", s.handle(s.listPlans))
 	m.Handle("POST /api/v1/billing/checkout", s.allowed(perch.ManageBilling, s.checkout))
 	m.Handle("POST /api/v1/billing/portal", s.allowed(perch.ManageBilling, s.portal))
-	// The payment receivers authenticate by the provider's signature.
-	m.Handle("POST /webhooks/payments-a", s.paymentReceiver(stripeSender))
-	m.Handle("POST /webhooks/stripe", s.paymentReceiver(stripeSender))
-	m.Handle("POST /webhooks/payments-b", s.paymentReceiver(paddleSender))
-	m.Handle("POST /webhooks/paddle", s.paymentReceiver(paddleSender))
+	// The payment receivers authenticate by the provider's signature,
+	// limited per client address in a bucket of their own, with an
+	// allowance no provider comes near (DefaultPaymentLimit).
+	payments := s.opts.PaymentLimit
+	m.Handle("POST /webhooks/payments-a", s.perIP("payments", payments, s.paymentReceiver(stripeSender)))
+	m.Handle("POST /webhooks/stripe", s.perIP("payments", payments, s.paymentReceiver(stripeSender)))
+	m.Handle("POST /webhooks/payments-b", s.perIP("payments", payments, s.paymentReceiver(paddleSender)))
+	m.Handle("POST /webhooks/paddle", s.perIP("payments", payments, s.paymentReceiver(paddleSender)))
 	m.Handle("GET /api/v1/regions", s.handle(s.listRegions))
 	m.Handle("GET /api/v1/announcements", s.signedIn(s.listAnnouncements))
 	m.Handle("POST /api/v1/admin/announcements", s.allowed(perch.PlatformAdmin, s.createAnnouncement))

@@ -28,6 +28,12 @@ const (
 
 var scimContentType = []string{"application/scim+json"}
 
+// isSCIMPath reports whether path is under /scim/v2, where every answer,
+// errors included, is SCIM's (writeError hands them to writeSCIMError).
+func isSCIMPath(path string) bool {
+	return path == scimPrefix || strings.HasPrefix(path, scimPrefix+"/")
+}
+
 // scimCall is an authenticated SCIM request: the organisation whose token
 // it carries, and the token as the audit log names it.
 type scimCall struct {

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -318,4 +321,53 @@ func TestSCIMIsRateLimitedPerToken(t *testing.T) {
 	theirs.do("GET", "/scim/v2/Users", nil).want(t, 200)
 	a.clock.Advance(time.Minute)
 	ours.do("GET", "/scim/v2/Users", nil).want(t, 200)
+}
+
+// TestSCIMAnswersEveryRefusalInItsSchema: whatever refuses a request under
+// /scim/v2, the server-wide body limit (before any credential is read), the
+// allowance of refused credentials per address, the token's allowance, or
+// a panic, the identity provider reads a SCIM error (RFC 7644 §3.12) with
+// the status as a string, and a rate-limited answer carries the
+// rate-limit headers and Retry-After.
+func TestSCIMAnswersEveryRefusalInItsSchema(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
+	owner := a.register("Olive Owner")
+	idp := a.scimClient(owner, "okta")
+	anonymous := &scimIdP{t: t, a: a, agent: "curl"}
+
+	// Over the 1 MiB every request is held to, by its Content-Length: no
+	// credential is even read.
+	huge := newUser("big@example.com", "displayName", strings.Repeat("x", 1<<20))
+	idp.do("POST", "/scim/v2/Users", huge).want(t, 413)
+	anonymous.do("POST", "/scim/v2/Users", huge).want(t, 413)
+	idp.do("PUT", "/scim/v2/Users/"+owner.ID, huge).want(t, 413)
+
+	// Past the allowance of refused credentials of the address.
+	anonymous.do("GET", "/scim/v2/Users", nil).want(t, 401) // the 413 above spent none
+	anonymous.do("GET", "/scim/v2/Users", nil).want(t, 401)
+	limited := []*scimAnswer{anonymous.do("GET", "/scim/v2/Users", nil).want(t, 429)}
+	// Past the token's allowance.
+	idp.do("GET", "/scim/v2/Users", nil).want(t, 200)
+	idp.do("GET", "/scim/v2/Schemas", nil).want(t, 200)
+	limited = append(limited, idp.do("GET", "/scim/v2/ServiceProviderConfig", nil).want(t, 429))
+	for _, res := range limited {
+		for _, h := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			if res.Header.Get(h) == "" {
+				t.Errorf("429 without %s: %v", h, res.Header)
+			}
+		}
+	}
+
+	// A panic under /scim/v2 is a SCIM 500 that tells nothing of it.
+	rec := httptest.NewRecorder()
+	a.srv.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("the secret detail") })).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/scim/v2/Users", nil))
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 500 || body["status"] != "500" ||
+		rec.Header().Get("Content-Type") != "application/scim+json" || strings.Contains(rec.Body.String(), "secret detail") {
+		t.Fatalf("a panic: %d %v %s (%v)", rec.Code, rec.Header(), rec.Body, err)
+	}
+	if schemas, _ := body["schemas"].([]any); len(schemas) != 1 || schemas[0] != scim.ErrorSchema {
+		t.Fatalf("a panic's schemas: %v", body)
+	}
 }

@@ -94,6 +94,9 @@ type Options struct {
 	// The payment receivers' secrets: a receiver without its secret
 	// refuses every delivery (payment events are never taken unsigned).
 	StripeWebhookSecret, PaddleWebhookSecret string
+	// PaymentLimit is the payment receivers' allowance per client address;
+	// zero means DefaultPaymentLimit.
+	PaymentLimit perch.Limit
 	// WorkflowAllowPrivate lets workflow forwards reach loopback, private,
 	// link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE);
 	// tests set it to reach their loopback listeners.
@@ -183,6 +186,9 @@ func New(o Options) *Server {
 	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
 	o.WorkflowPoll = cmp.Or(o.WorkflowPoll, defaultWorkflowPoll)
+	if o.PaymentLimit.Count <= 0 || o.PaymentLimit.Period <= 0 {
+		o.PaymentLimit = DefaultPaymentLimit
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

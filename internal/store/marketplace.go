@@ -224,18 +224,32 @@ func (s *Store) listing(ctx context.Context, db querier, id string) (*Listing, e
 	return l, notFound(err, "Workflow")
 }
 
+// Installed is what InstallWorkflow did.
+type Installed struct {
+	Workflow *perch.Workflow // the copy, as it now is
+	Updated  bool            // an existing copy was brought to the published version; else a new copy
+	// SwitchedOff reports that the update changed the condition or steps
+	// of a copy that was on, and switched it off.
+	SwitchedOff bool
+}
+
 // InstallWorkflow copies the published workflow sourceID into orgID, made
 // by createdBy: a new, disabled workflow linked to its source and version,
 // counted as one install of the source. When orgID already has a copy of
 // sourceID, that copy is brought to the source's published version instead
-// (condition and steps replaced, version bumped when they change; name,
-// description and enabled kept), updated is true and no install is
-// counted. Steps are copied as published without the author's forward
-// URLs and secrets and e-mail targets (stripAuthorTargets); an update keeps
-// the copy's own (keepOwnTargets). ENOTFOUND when sourceID is not
-// published.
-func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy string) (w *perch.Workflow, updated bool, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+// (condition and steps replaced, version bumped when they change; name and
+// description kept), Updated is set and no install is counted. An update
+// that changes the condition or steps also switches the copy off: what
+// runs on an organisation's notifications is what its owners and admins
+// switched on, never what the author published since, so they review the
+// new version and switch it on again (a forward step, for one, would send
+// their notifications to the author). Steps are copied as published
+// without the author's forward URLs and secrets and e-mail targets
+// (stripAuthorTargets); an update keeps the copy's own (keepOwnTargets).
+// ENOTFOUND when sourceID is not published.
+func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy string) (*Installed, error) {
+	var out *Installed
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		src, err := s.listing(ctx, tx, sourceID)
 		if err != nil {
 			return err
@@ -244,12 +258,16 @@ func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy 
 		if s.dialect == Postgres {
 			lock = ` FOR UPDATE`
 		}
-		w, err = scanWorkflow(tx.QueryRowContext(ctx, s.q(`SELECT `+workflowColumns+` FROM workflows
+		w, err := scanWorkflow(tx.QueryRowContext(ctx, s.q(`SELECT `+workflowColumns+` FROM workflows
 			WHERE source_workflow_id = ? AND org_id = ?`+lock), sourceID, orgID))
 		switch {
 		case err == nil:
-			updated = true
-			return s.updateInstalled(ctx, tx, w, src)
+			was := w.Enabled
+			if err := s.updateInstalled(ctx, tx, w, src); err != nil {
+				return err
+			}
+			out = &Installed{Workflow: w, Updated: true, SwitchedOff: was && !w.Enabled}
+			return nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
@@ -261,21 +279,24 @@ func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy 
 		if err := s.insertWorkflow(ctx, tx, w); err != nil {
 			return err
 		}
+		out = &Installed{Workflow: w}
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE workflows SET installs = installs + 1 WHERE id = ?`), sourceID)
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return w, updated, nil
+	return out, nil
 }
 
-// updateInstalled brings the installed copy w to src's published version.
+// updateInstalled brings the installed copy w to src's published version,
+// switching it off when its condition or steps change.
 func (s *Store) updateInstalled(ctx context.Context, tx *sql.Tx, w *perch.Workflow, src *Listing) error {
 	steps := keepOwnTargets(src.Workflow.Steps, w.Steps)
 	if w.Condition != src.Workflow.Condition || !sameSteps(w.Steps, steps) {
 		w.Condition, w.Steps = src.Workflow.Condition, steps
 		w.Version++
+		w.Enabled = false
 	}
 	w.Source = &perch.WorkflowSource{WorkflowID: src.Workflow.ID, Version: src.Workflow.Version}
 	w.UpdatedAt = s.now()
@@ -283,8 +304,8 @@ func (s *Store) updateInstalled(ctx context.Context, tx *sql.Tx, w *perch.Workfl
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE workflows SET condition = ?, steps = ?, version = ?, source_version = ?, updated_at = ?
-		WHERE id = ? AND org_id = ?`), w.Condition, encoded, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE workflows SET enabled = ?, condition = ?, steps = ?, version = ?, source_version = ?, updated_at = ?
+		WHERE id = ? AND org_id = ?`), w.Enabled, w.Condition, encoded, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
 	return expectOne(res, err, "Workflow")
 }
 

@@ -114,9 +114,11 @@ func TestSeedStarterWorkflowsRepublishesAChangedStarter(t *testing.T) {
 		}
 		installed := map[string]*perch.Workflow{}
 		for _, w := range starters() {
-			if installed[w.ID], _, err = s.InstallWorkflow(ctx, u.OrgID, w.ID, u.ID); err != nil {
+			in, err := s.InstallWorkflow(ctx, u.OrgID, w.ID, u.ID)
+			if err != nil {
 				t.Fatal(err)
 			}
+			installed[w.ID] = in.Workflow
 		}
 
 		// The next release changes one starter's condition and another's

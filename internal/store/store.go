@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -94,6 +95,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			return nil, errors.New("open sqlite: empty file path")
 		}
 		s.path = path
+		if err := createPrivate(path); err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
 		if s.w, err = sql.Open("sqlite", sqliteDSN(path, sqliteWriter)); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -119,6 +123,30 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivate creates the SQLite database file at path, empty (which
+// SQLite reads as a new database), readable and writable by its owner alone
+// (0600), when there is none: the database holds password hashes, sealed
+// secrets and the audit log, and SQLite itself would create it 0644, which
+// every user of the machine can read. SQLite creates the -wal and -shm
+// files with the mode of the database file (the unix VFS copies it), so
+// they are 0600 too. An existing file is left as it is: its mode is the
+// operator's choice (a backup user's group, say), and a server that
+// changed it at every start would undo that choice without asking;
+// cmd/perch warns when it is readable by others.
+func createPrivate(path string) error {
+	if path == ":memory:" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // The roles of SQLite connections: the single writer, the readers, and the

@@ -64,9 +64,12 @@ func TestDashboardBilling(t *testing.T) {
 			t.Fatal(err)
 		}
 		has(t, owner.Get(base+"/notifications"), 200, `id="billing-banner"`, "The trial ends in 6 days")
-		if _, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: e.clock.Now(),
-			OrgID: olive.OrgID, CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny", SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue}, "team"); err != nil {
-			t.Fatal(err)
+		// The checkout's transaction completes (binding the subscription to
+		// the organisation), with a failed payment.
+		if out, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: e.clock.Now(),
+			OrgID: olive.OrgID, CheckoutID: fake.Transactions()[0].ID, CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny",
+			SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue}, "team"); err != nil || out.OrgID != olive.OrgID {
+			t.Fatalf("the failed payment: %+v, %v", out, err)
 		}
 		has(t, owner.Get(base+"/org"), 200, `id="billing-banner"`, "The last payment failed")
 		has(t, owner.Get(base+"/org/billing"), 200, `id="portal"`)

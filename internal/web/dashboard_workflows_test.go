@@ -172,7 +172,7 @@ func TestDashboardWorkflows(t *testing.T) {
 		b.post("/org/workflows/"+id+"/publish", nil).expect(t, 303, "/org/workflows")
 		p = other.get("/org/workflows").expect(t, 200, "").contains(t, "an update is available", `action="/org/workflows/`+installed+`/update"`)
 		other.post("/org/workflows/"+installed+"/update", url.Values{"source": {id}}).expect(t, 303, "/org/workflows")
-		other.get("/org/workflows").expect(t, 200, "").contains(t, "updated to the marketplace").lacks(t, "an update is available")
+		other.get("/org/workflows").expect(t, 200, "").contains(t, "updated to the marketplace", "and is off").lacks(t, "an update is available")
 		if steps := expect(t, a.call("GET", "/api/v1/org/workflows/"+installed, tess.Access, nil), 200).Data()["steps"].([]any); !strings.Contains(
 			steps[0].(map[string]any)["set"].(map[string]any)["title"].(string), "[production]") {
 			t.Fatalf("after the update the install's steps are %v", steps)

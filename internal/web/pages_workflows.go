@@ -99,16 +99,22 @@ func (c *call) workflowsPage(status int, v view) error {
 // the API's message when it refused.
 func (c *call) workflowsAction(method, path string, in any, done string) error {
 	if err := c.do(method, path, in, nil); err != nil {
-		if code := perch.ErrorCode(err); code == perch.EINTERNAL || code == perch.EUNAVAILABLE {
-			return err
-		}
-		msg := c.say(err)
-		if f := fieldsText(err); f != "" {
-			msg += " " + f
-		}
-		return c.workflowsPage(perch.HTTPStatus(perch.ErrorCode(err)), view{Error: msg})
+		return c.workflowsRefused(err)
 	}
 	return c.redirect("/org/workflows", done)
+}
+
+// workflowsRefused shows the list with the API's refusal err, or answers
+// err itself when it is no refusal but a failure.
+func (c *call) workflowsRefused(err error) error {
+	if code := perch.ErrorCode(err); code == perch.EINTERNAL || code == perch.EUNAVAILABLE {
+		return err
+	}
+	msg := c.say(err)
+	if f := fieldsText(err); f != "" {
+		msg += " " + f
+	}
+	return c.workflowsPage(perch.HTTPStatus(perch.ErrorCode(err)), view{Error: msg})
 }
 
 // SetWorkflowEnabled switches a workflow on or off.
@@ -135,10 +141,22 @@ func (d *Dashboard) WithdrawWorkflow(w http.ResponseWriter, r *http.Request, c *
 }
 
 // UpdateWorkflow installs the marketplace's current version of the
-// workflow an installed one came from (form field source).
+// workflow an installed one came from (form field source). A version that
+// changes what the workflow does arrives switched off, which the message
+// says when it happened.
 func (d *Dashboard) UpdateWorkflow(w http.ResponseWriter, r *http.Request, c *call) error {
 	r.ParseForm()
-	return c.workflowsAction(http.MethodPost, workflowsPath(r.PostForm.Get("source"), "install"), nil, "The workflow is updated to the marketplace's version.")
+	var got struct {
+		Enabled bool `json:"enabled"`
+	}
+	if err := c.do(http.MethodPost, workflowsPath(r.PostForm.Get("source"), "install"), nil, &got); err != nil {
+		return c.workflowsRefused(err)
+	}
+	done := "The workflow is updated to the marketplace's version."
+	if !got.Enabled {
+		done = "The workflow is updated to the marketplace's version, and is off: read what it does now, then switch it on."
+	}
+	return c.redirect("/org/workflows", done)
 }
 
 // DeleteWorkflow deletes a workflow.

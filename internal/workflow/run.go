@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -94,8 +95,8 @@ const (
 const stepCondition = "condition"
 
 // Run evaluates the condition and, when it holds, the steps in order: set
-// changes fields (a severity other than info, warning or error fails the
-// step), route changes the scope (the caller checks that the team or user
+// changes fields (a severity other than info, warning or error, or a url
+// perch.ValidURL refuses, fails the step), route changes the scope (the caller checks that the team or user
 // belongs to the organisation), drop stops (RunDropped), throttle asks
 // Hooks.Throttle and stops when over the limit (RunThrottled), digest hands
 // the notification to Hooks.Digest and stops (RunDigested), forward and
@@ -169,8 +170,18 @@ func (r *run) step(s *step, n *perch.Notification, res *Result, h Hooks) (perch.
 			if err != nil {
 				return rs, fmt.Errorf("%s: %w", e.field, err)
 			}
-			if e.field == fieldSeverity && !perch.ValidSeverity(v) {
-				return rs, fmt.Errorf("severity: %q is not info, warning or error", v)
+			switch e.field {
+			case fieldSeverity:
+				if !perch.ValidSeverity(v) {
+					return rs, fmt.Errorf("severity: %q is not info, warning or error", v)
+				}
+			case fieldURL:
+				// The receivers refuse any other link, and a workflow's
+				// author (or a sender feeding its payload) must not get
+				// round them: perch.ValidURL is the one rule.
+				if v = strings.TrimSpace(perch.CleanText(v, perch.SingleLine)); !perch.ValidURL(v) {
+					return rs, fmt.Errorf("url: must be empty or an http:// or https:// address of at most %d bytes", perch.MaxURL)
+				}
 			}
 			vals[i] = v
 		}

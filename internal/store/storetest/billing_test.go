@@ -22,6 +22,18 @@ func stripeEvent(id string, at time.Time) perch.BillingEvent {
 	return perch.BillingEvent{Provider: perch.BillingStripe, ID: id, Type: "customer.subscription.updated", OccurredAt: at}
 }
 
+// checkoutEvent has orgID open the checkout checkoutID at Stripe and
+// answers the event (id, at at) that completes it: the only kind of event
+// that binds a subscription and customer to an organisation.
+func checkoutEvent(tb testing.TB, s *store.Store, orgID, checkoutID, id string, at time.Time) perch.BillingEvent {
+	tb.Helper()
+	if err := s.RecordCheckout(context.Background(), perch.BillingStripe, checkoutID, orgID); err != nil {
+		tb.Fatalf("RecordCheckout(%s): %v", checkoutID, err)
+	}
+	return perch.BillingEvent{Provider: perch.BillingStripe, ID: id, Type: "checkout.session.completed", OccurredAt: at,
+		OrgID: orgID, CheckoutID: checkoutID}
+}
+
 func mustApply(tb testing.TB, s *store.Store, ev perch.BillingEvent, plan string) *store.BillingOutcome {
 	tb.Helper()
 	out, err := s.ApplyBillingEvent(context.Background(), ev, plan)
@@ -76,7 +88,9 @@ func wantOutcome(tb testing.TB, out *store.BillingOutcome, orgID string, duplica
 	}
 }
 
-func TestApplyBillingEventToTheOrgItNames(t *testing.T) {
+// TestApplyBillingEventToTheCheckoutsOrg: the completion of a checkout
+// the organisation opened binds the subscription and customer to it.
+func TestApplyBillingEventToTheCheckoutsOrg(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -84,8 +98,8 @@ func TestApplyBillingEventToTheOrgItNames(t *testing.T) {
 		trialEnds := clock.Now().Add(perch.TrialDays * day)
 		periodEnd := clock.Now().Add(30 * day)
 
-		ev := stripeEvent("evt_1", clock.Now())
-		ev.Type, ev.OrgID, ev.CustomerID, ev.SubscriptionID = "checkout.session.completed", ada.OrgID, "cus_1", "sub_1"
+		ev := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", clock.Now())
+		ev.CustomerID, ev.SubscriptionID = "cus_1", "sub_1"
 		ev.Status, ev.PeriodEnd, ev.CancelAtPeriodEnd = perch.PlanActive, &periodEnd, new(true)
 		out := mustApply(t, s, ev, "enterprise")
 
@@ -110,8 +124,8 @@ func TestApplyBillingEventFindsTheOrgBySubscriptionThenCustomer(t *testing.T) {
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
 		mustCreateUser(t, s, "Bob", "bob@example.com") // an organisation that must stay untouched
 
-		first := stripeEvent("evt_1", clock.Now())
-		first.OrgID, first.CustomerID, first.SubscriptionID, first.Status = ada.OrgID, "cus_1", "sub_1", perch.PlanActive
+		first := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", clock.Now())
+		first.CustomerID, first.SubscriptionID, first.Status = "cus_1", "sub_1", perch.PlanActive
 		mustApply(t, s, first, "team")
 
 		clock.Advance(time.Hour)
@@ -132,14 +146,16 @@ func TestApplyBillingEventFindsTheOrgBySubscriptionThenCustomer(t *testing.T) {
 			t.Fatalf("by customer: after %s", describe(a))
 		}
 
-		// An organisation id that names none falls back to the subscription.
+		// An organisation id other than the bound one, even one of no
+		// organisation, is not followed, nor is the binding: the event
+		// changes nothing (TestApplyBillingEventFollowsTheBinding).
 		clock.Advance(time.Hour)
 		misnamed := stripeEvent("evt_4", clock.Now())
 		misnamed.OrgID, misnamed.SubscriptionID, misnamed.CancelAtPeriodEnd = "no-such-org", "sub_2", new(true)
 		out = mustApply(t, s, misnamed, "")
-		wantOutcome(t, out, ada.OrgID, false, false)
-		if !out.After.CancelAtPeriodEnd {
-			t.Fatalf("misnamed: after %s", describe(out.After))
+		wantOutcome(t, out, "", false, false)
+		if out.Ignored == "" || out.Bound != ada.OrgID || mustSubscription(t, s, ada.OrgID).CancelAtPeriodEnd {
+			t.Fatalf("misnamed: ignored %q, bound %q; the subscription %s", out.Ignored, out.Bound, describe(mustSubscription(t, s, ada.OrgID)))
 		}
 
 		// The same ids at the other provider are another subscription.
@@ -154,8 +170,8 @@ func TestApplyBillingEventTwiceIsADuplicate(t *testing.T) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		ev := stripeEvent("evt_1", clock.Now())
-		ev.OrgID, ev.SubscriptionID, ev.Status = ada.OrgID, "sub_1", perch.PlanActive
+		ev := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", clock.Now())
+		ev.SubscriptionID, ev.Status = "sub_1", perch.PlanActive
 		applied := mustApply(t, s, ev, "team")
 
 		// A redelivery, even one that reads differently, changes nothing.
@@ -169,10 +185,13 @@ func TestApplyBillingEventTwiceIsADuplicate(t *testing.T) {
 		}
 		wantSubscription(t, "after the redelivery", mustSubscription(t, s, ada.OrgID), applied.After)
 
-		// The same id from the other provider is another event.
+		// The same id from the other provider is another event (which
+		// binds nothing there: no checkout of Paddle's was opened).
 		paddle := again
 		paddle.Provider = perch.BillingPaddle
-		wantOutcome(t, mustApply(t, s, paddle, ""), ada.OrgID, false, false)
+		if out := mustApply(t, s, paddle, ""); out.Duplicate || out.Ignored == "" {
+			t.Fatalf("the same id from Paddle: duplicate %v, ignored %q", out.Duplicate, out.Ignored)
+		}
 	})
 }
 
@@ -183,8 +202,8 @@ func TestApplyBillingEventInOrder(t *testing.T) {
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
 		t0 := clock.Now()
 
-		newer := stripeEvent("evt_newer", t0.Add(time.Minute))
-		newer.OrgID, newer.SubscriptionID, newer.Status = ada.OrgID, "sub_1", perch.PlanPastDue
+		newer := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_newer", t0.Add(time.Minute))
+		newer.SubscriptionID, newer.Status = "sub_1", perch.PlanPastDue
 		applied := mustApply(t, s, newer, "")
 
 		older := stripeEvent("evt_older", t0)
@@ -233,8 +252,8 @@ func TestApplyBillingEventRefusesWhatItCannotApply(t *testing.T) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		good := stripeEvent("evt_1", clock.Now())
-		good.OrgID, good.Status = ada.OrgID, perch.PlanActive
+		good := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", clock.Now())
+		good.Status = perch.PlanActive
 		for _, tc := range []struct {
 			name string
 			edit func(*perch.BillingEvent)
@@ -246,6 +265,7 @@ func TestApplyBillingEventRefusesWhatItCannotApply(t *testing.T) {
 			{"no time", func(ev *perch.BillingEvent) { ev.OccurredAt = time.Time{} }, ""},
 			{"unknown status", func(ev *perch.BillingEvent) { ev.Status = "incomplete" }, ""},
 			{"overlong subscription id", func(ev *perch.BillingEvent) { ev.SubscriptionID = strings.Repeat("x", 256) }, ""},
+			{"overlong checkout id", func(ev *perch.BillingEvent) { ev.CheckoutID = strings.Repeat("x", 256) }, ""},
 			{"unknown plan", func(*perch.BillingEvent) {}, "platinum"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -286,8 +306,8 @@ func atOnce[T any](tb testing.TB, n int, fn func() (T, error)) []T {
 func TestApplyBillingEventOnceAtOnce(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		ev := stripeEvent("evt_1", s.Now())
-		ev.OrgID, ev.SubscriptionID, ev.Status = ada.OrgID, "sub_1", perch.PlanActive
+		ev := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", s.Now())
+		ev.SubscriptionID, ev.Status = "sub_1", perch.PlanActive
 		applied := 0
 		for _, out := range atOnce(t, 8, func() (*store.BillingOutcome, error) { return s.ApplyBillingEvent(context.Background(), ev, "team") }) {
 			if !out.Duplicate {
@@ -327,12 +347,12 @@ func TestExpireTrialsMovesUnpaidEndedTrialsToSolo(t *testing.T) {
 			t.Fatal(err)
 		}
 		subscribed := trialOrg(t, s, "subscribed") // a provider's trial: a subscription, still trialing
-		ev := stripeEvent("evt_subscribed", t0)
-		ev.OrgID, ev.SubscriptionID, ev.Status = subscribed, "sub_1", perch.PlanTrialing
+		ev := checkoutEvent(t, s, subscribed, "cs_1", "evt_subscribed", t0)
+		ev.SubscriptionID, ev.Status = "sub_1", perch.PlanTrialing
 		mustApply(t, s, ev, "")
 		active := trialOrg(t, s, "active") // paid, no subscription id known
-		ev = stripeEvent("evt_active", t0)
-		ev.OrgID, ev.CustomerID, ev.Status = active, "cus_1", perch.PlanActive
+		ev = checkoutEvent(t, s, active, "cs_2", "evt_active", t0)
+		ev.CustomerID, ev.Status = "cus_1", perch.PlanActive
 		mustApply(t, s, ev, "")
 		clock.Advance(5 * day)
 		future := trialOrg(t, s, "future")
@@ -402,8 +422,8 @@ func TestTrialsEndingSoonClaimsEachOnce(t *testing.T) {
 		const within = 3 * day
 		soon := trialOrg(t, s, "soon")
 		subscribed := trialOrg(t, s, "subscribed")
-		ev := stripeEvent("evt_subscribed", t0)
-		ev.OrgID, ev.SubscriptionID, ev.Status = subscribed, "sub_1", perch.PlanTrialing
+		ev := checkoutEvent(t, s, subscribed, "cs_1", "evt_subscribed", t0)
+		ev.SubscriptionID, ev.Status = "sub_1", perch.PlanTrialing
 		mustApply(t, s, ev, "")
 		past := trialOrg(t, s, "past")
 		if _, _, err := s.UpdateOrgAsAdmin(ctx, past, perch.AdminOrgUpdate{SetTrialEndsAt: true, TrialEndsAt: new(t0.Add(11*day - time.Hour))}); err != nil {
@@ -454,8 +474,8 @@ func TestTrialsEndingSoonAfterAPayment(t *testing.T) {
 		if got, err := s.TrialsEndingSoon(ctx, t0.Add(12*day), 3*day); err != nil || len(got) != 1 {
 			t.Fatalf("TrialsEndingSoon = %v, %v; want one", got, err)
 		}
-		ev := stripeEvent("evt_paid", t0.Add(12*day))
-		ev.OrgID, ev.CustomerID, ev.Status = org, "cus_1", perch.PlanActive
+		ev := checkoutEvent(t, s, org, "cs_1", "evt_paid", t0.Add(12*day))
+		ev.CustomerID, ev.Status = "cus_1", perch.PlanActive
 		mustApply(t, s, ev, "")
 		if got, err := s.TrialsEndingSoon(ctx, t0.Add(12*day+time.Hour), 3*day); err != nil || len(got) != 0 {
 			t.Fatalf("TrialsEndingSoon of a paying org = %v, %v; want none", got, err)
@@ -529,12 +549,12 @@ func TestPruneBillingEventsForgetsOldEvents(t *testing.T) {
 		s.Now = clock.Now
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		old := stripeEvent("evt_old", clock.Now())
-		old.OrgID = ada.OrgID
+		old := checkoutEvent(t, s, ada.OrgID, "cs_old", "evt_old", clock.Now())
+		old.CustomerID = "cus_1"
 		mustApply(t, s, old, "")
 		clock.Advance(60 * day)
 		recent := stripeEvent("evt_recent", clock.Now())
-		recent.OrgID = ada.OrgID
+		recent.CustomerID = "cus_1"
 		mustApply(t, s, recent, "")
 		clock.Advance(31 * day)
 
@@ -549,5 +569,9 @@ func TestPruneBillingEventsForgetsOldEvents(t *testing.T) {
 		// The pruned event is forgotten: were it sent again, it would be
 		// recorded anew (and, being older than the last applied, stale).
 		wantOutcome(t, mustApply(t, s, old, ""), ada.OrgID, false, true)
+		// So is the checkout: a completion of it now binds nothing.
+		late := stripeEvent("evt_late", clock.Now())
+		late.Type, late.CheckoutID, late.CustomerID, late.SubscriptionID = "checkout.session.completed", "cs_old", "cus_9", "sub_9"
+		wantOutcome(t, mustApply(t, s, late, ""), "", false, false)
 	})
 }

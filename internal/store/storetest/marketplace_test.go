@@ -23,11 +23,11 @@ func mustPublish(tb testing.TB, s *store.Store, orgID, id string) *perch.Workflo
 
 func mustInstall(tb testing.TB, s *store.Store, u *perch.User, sourceID string) (*perch.Workflow, bool) {
 	tb.Helper()
-	w, updated, err := s.InstallWorkflow(context.Background(), u.OrgID, sourceID, u.ID)
+	in, err := s.InstallWorkflow(context.Background(), u.OrgID, sourceID, u.ID)
 	if err != nil {
 		tb.Fatalf("InstallWorkflow(%s): %v", sourceID, err)
 	}
-	return w, updated
+	return in.Workflow, in.Updated
 }
 
 func listingIDs(s *store.Store, q, sort string) func(perch.Page) ([]string, string, error) {
@@ -215,8 +215,9 @@ func TestInstallLinksCountsAndUpdates(t *testing.T) {
 			t.Fatalf("after republishing, SourceVersions = %v, want the copy's source at 2", versions)
 		}
 
+		// Taking the update switches the copy off (TestTakingAnUpdateSwitchesTheCopyOff).
 		again, updated := mustInstall(t, s, bob, src.ID)
-		if !updated || again.ID != copied.ID || !again.Enabled || again.Version != 2 || again.Condition != cond ||
+		if !updated || again.ID != copied.ID || again.Enabled || again.Version != 2 || again.Condition != cond ||
 			!reflect.DeepEqual(again.Steps, withoutTargets(everyStep)) || again.Source.Version != 2 {
 			t.Fatalf("installing again = %+v (updated %v)", again, updated)
 		}
@@ -229,6 +230,68 @@ func TestInstallLinksCountsAndUpdates(t *testing.T) {
 		if ws, _ := s.Workflows(ctx, bob.OrgID); !reflect.DeepEqual(ws[0], again) {
 			t.Fatalf("stored %+v, answered %+v", ws[0], again)
 		}
+	})
+}
+
+// TestTakingAnUpdateSwitchesTheCopyOff: an author's new version never runs
+// on an installer's notifications before the installer switches it on.
+// Taking an update that changes the condition or steps of a copy that was
+// on leaves it off (and says so); one that changes neither leaves the copy
+// as it was; a copy that was off stays off without being reported as
+// switched off.
+func TestTakingAnUpdateSwitchesTheCopyOff(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		bob := mustCreateUser(t, s, "Bob", "bob@example.com")
+		src := mustCreateWorkflow(t, s, ada, "Errors", true)
+		mustPublish(t, s, ada.OrgID, src.ID)
+		copied, _ := mustInstall(t, s, bob, src.ID)
+		on, off := true, false
+		enable := func(enabled *bool) {
+			t.Helper()
+			if _, _, err := s.UpdateWorkflow(ctx, bob.OrgID, copied.ID, store.WorkflowUpdate{Enabled: enabled}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		republish := func(steps []perch.Step) {
+			t.Helper()
+			if _, _, err := s.UpdateWorkflow(ctx, ada.OrgID, src.ID, store.WorkflowUpdate{Steps: &steps}); err != nil {
+				t.Fatal(err)
+			}
+			mustPublish(t, s, ada.OrgID, src.ID)
+		}
+		install := func(what string, enabled, switchedOff bool, version int) {
+			t.Helper()
+			in, err := s.InstallWorkflow(ctx, bob.OrgID, src.ID, bob.ID)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if !in.Updated || in.Workflow.Enabled != enabled || in.SwitchedOff != switchedOff || in.Workflow.Version != version {
+				t.Fatalf("%s: updated %v, enabled %v, switched off %v, version %d; want enabled %v, switched off %v, version %d",
+					what, in.Updated, in.Workflow.Enabled, in.SwitchedOff, in.Workflow.Version, enabled, switchedOff, version)
+			}
+			if stored, err := s.Workflow(ctx, bob.OrgID, copied.ID); err != nil || stored.Enabled != enabled {
+				t.Fatalf("%s: stored %+v, %v; want enabled %v", what, stored, err, enabled)
+			}
+			if ws, err := s.EnabledWorkflows(ctx, bob.OrgID); err != nil || len(ws) != map[bool]int{true: 1}[enabled] {
+				t.Fatalf("%s: EnabledWorkflows = %d, %v", what, len(ws), err)
+			}
+		}
+
+		// The author adds a forward step to a copy Bob runs: it stops.
+		enable(&on)
+		republish([]perch.Step{{Forward: &perch.ForwardStep{URL: "https://ada.example.com/collect", Secret: "s"}}})
+		install("an update that adds a forward step", false, true, 2)
+
+		// Installing again with nothing new leaves Bob's choice alone.
+		enable(&on)
+		install("installing the same version again", true, false, 2)
+
+		// An update of a copy Bob had switched off: off, nothing to report.
+		enable(&off)
+		republish([]perch.Step{{Drop: &perch.DropStep{}}})
+		install("an update of a copy that was off", false, false, 3)
 	})
 }
 

@@ -147,7 +147,7 @@ func TestWorkflowsOfAnotherOrganisationAreNotFound(t *testing.T) {
 			{"publish", func() error { _, err := s.PublishWorkflow(ctx, bob.OrgID, w.ID); return err }},
 			{"runs", func() error { _, _, err := s.WorkflowRuns(ctx, bob.OrgID, w.ID, "", perch.Page{Limit: 10}); return err }},
 			{"fork of an unpublished one", func() error { _, err := s.ForkWorkflow(ctx, bob.OrgID, w.ID, bob.ID); return err }},
-			{"install of an unpublished one", func() error { _, _, err := s.InstallWorkflow(ctx, bob.OrgID, w.ID, bob.ID); return err }},
+			{"install of an unpublished one", func() error { _, err := s.InstallWorkflow(ctx, bob.OrgID, w.ID, bob.ID); return err }},
 		} {
 			t.Run(c.name, func(t *testing.T) { wantCode(t, c.call(), perch.ENOTFOUND) })
 		}
