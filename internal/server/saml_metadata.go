@@ -43,7 +43,10 @@ func parseIDPMetadata(data []byte) (*idpMetadata, error) {
 	// Owners store it, and every sign-in to the organisation reads it
 	// again: bounded as a posted response is, before it is parsed.
 	if err := scanXML(data, idpMetadataLimits); err != nil {
-		return nil, err
+		if se, ok := errors.AsType[*xmlShapeError](err); !ok || !se.malformed {
+			return nil, err
+		}
+		// Not XML: the decoder below says where, within the limits.
 	}
 	var root struct{ XMLName xml.Name }
 	if err := xml.Unmarshal(data, &root); err != nil {

@@ -83,7 +83,10 @@ var idpMetadataLimits = xmlLimits{size: 512 << 10, elements: 5000, depth: 32, at
 // xmlShapeError is a document past one of its limits; what says how, as
 // the end of a sentence about the document ("holds more than 2000
 // elements, …").
-type xmlShapeError struct{ what string }
+type xmlShapeError struct {
+	what      string
+	malformed bool // not XML at all, within the limits as far as it went
+}
 
 func (e *xmlShapeError) Error() string { return e.what }
 
@@ -105,12 +108,12 @@ func scanXML(raw []byte, l xmlLimits) error {
 		tok, err := d.RawToken()
 		if errors.Is(err, io.EOF) {
 			if depth != 0 || elements == 0 {
-				return shape("is not well-formed XML")
+				return &xmlShapeError{what: "is not well-formed XML", malformed: true}
 			}
 			return nil
 		}
 		if err != nil {
-			return shape("is not well-formed XML")
+			return &xmlShapeError{what: "is not well-formed XML", malformed: true}
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:

@@ -41,28 +41,33 @@ func migrator(t *testing.T, dialect store.Dialect, dsn string) (*sql.DB, *goose.
 // dump is every row of query, each written out in full, in order.
 func dump(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Query(query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
+	_, rows := storetest.Rows(t, db, query, args...)
 	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+	for _, vals := range rows {
 		out = append(out, fmt.Sprint(vals...))
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	return out
+}
+
+// rawSQL answers what a migration test runs on db in dialect's own SQL:
+// q rebinds ? to $n on PostgreSQL, and exec runs a statement or fails.
+func rawSQL(t *testing.T, dialect store.Dialect, db *sql.DB) (q func(string) string, exec func(query string, args ...any)) {
+	q = func(query string) string { return query }
+	if dialect == store.Postgres {
+		q = func(query string) string {
+			for n := 1; strings.Contains(query, "?"); n++ {
+				query = strings.Replace(query, "?", fmt.Sprintf("$%d", n), 1)
+			}
+			return query
+		}
+	}
+	exec = func(query string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q(query), args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	return q, exec
 }
 
 const (
@@ -87,21 +92,7 @@ func TestMigration21KeepsNotificationsAndReads(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.DSN(t, dialect)
 			db, p := migrator(t, dialect, dsn)
-			q := func(query string) string { return query } // ? → $n on PostgreSQL
-			if dialect == store.Postgres {
-				q = func(query string) string {
-					for n := 1; strings.Contains(query, "?"); n++ {
-						query = strings.Replace(query, "?", fmt.Sprintf("$%d", n), 1)
-					}
-					return query
-				}
-			}
-			exec := func(query string, args ...any) {
-				t.Helper()
-				if _, err := db.ExecContext(ctx, q(query), args...); err != nil {
-					t.Fatalf("%s: %v", query, err)
-				}
-			}
+			_, exec := rawSQL(t, dialect, db)
 			if _, err := p.UpTo(ctx, 20); err != nil {
 				t.Fatal(err)
 			}

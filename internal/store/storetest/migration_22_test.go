@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/perch-dev/perch/internal/store"
@@ -22,21 +21,7 @@ func TestMigration22TakesTheMarkFromUnprovenMailboxes(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.DSN(t, dialect)
 			db, p := migrator(t, dialect, dsn)
-			q := func(query string) string { return query }
-			if dialect == store.Postgres {
-				q = func(query string) string {
-					for n := 1; strings.Contains(query, "?"); n++ {
-						query = strings.Replace(query, "?", fmt.Sprintf("$%d", n), 1)
-					}
-					return query
-				}
-			}
-			exec := func(query string, args ...any) {
-				t.Helper()
-				if _, err := db.ExecContext(ctx, q(query), args...); err != nil {
-					t.Fatalf("%s: %v", query, err)
-				}
-			}
+			q, exec := rawSQL(t, dialect, db)
 			if _, err := p.UpTo(ctx, 21); err != nil {
 				t.Fatal(err)
 			}

@@ -66,16 +66,29 @@ func RunWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB))
 // as text: what a test looks through for a secret that must not be there.
 func Table(tb testing.TB, db *sql.DB, table string) string {
 	tb.Helper()
-	rows, err := db.Query(`SELECT * FROM ` + table)
+	cols, rows := Rows(tb, db, `SELECT * FROM `+table)
+	var out strings.Builder
+	for _, vals := range rows {
+		for i, v := range vals {
+			fmt.Fprintf(&out, "%s=%v\t", cols[i], v)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+// Rows runs query and answers its columns and every row's values, in
+// order, bytes as text.
+func Rows(tb testing.TB, db *sql.DB, query string, args ...any) (cols []string, out [][]any) {
+	tb.Helper()
+	rows, err := db.Query(query, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
+	if cols, err = rows.Columns(); err != nil {
 		tb.Fatal(err)
 	}
-	var out strings.Builder
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -87,16 +100,15 @@ func Table(tb testing.TB, db *sql.DB, table string) string {
 		}
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
-				v = string(b)
+				vals[i] = string(b)
 			}
-			fmt.Fprintf(&out, "%s=%v\t", cols[i], v)
 		}
-		out.WriteString("\n")
+		out = append(out, vals)
 	}
 	if err := rows.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	return out.String()
+	return cols, out
 }
 
 // New returns a fresh, migrated store of the given dialect, closed and
