@@ -63,7 +63,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	var err error
 	if in.InvitationToken != "" {
 		u, err = s.store.CreateInvitedUser(r.Context(), in.Name, in.Email, hash, auth.HashToken(in.InvitationToken))
-	} else if u, err = s.store.CreateUser(r.Context(), in.Name, in.Email, hash); err == nil {
+	} else {
+		u, err = s.store.CreateUser(r.Context(), in.Name, in.Email, hash)
+	}
+	if err == nil && !u.EmailVerified { // the invitation's mailed link proves it; anything else asks
 		err = s.mailEmailToken(r.Context(), u, perch.EmailVerify, u.Email)
 	}
 	if err != nil {
