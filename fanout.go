@@ -8,7 +8,7 @@ const (
 	FanoutRead         = "read"         // a user marked notifications read
 	FanoutGrants       = "grants"       // a user's organisation, teams or role changed
 	FanoutTokens       = "tokens"       // a webhook token was deleted, or its creator's role changed
-	FanoutResync       = "resync"       // notifications went unpublished: every client must catch up from the store
+	FanoutWake         = "wake"         // something was logged: read the store's logs (internal/feed's transport carries only these)
 	FanoutRevoked      = "revoked"      // sign-ins or API tokens of a user ended: sockets opened with them close
 	FanoutWorkflows    = "workflows"    // an organisation's workflows changed: instances compile them afresh
 )

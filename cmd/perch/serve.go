@@ -21,6 +21,7 @@ import (
 	"github.com/perch-dev/perch/internal/auth"
 	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/feed"
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
@@ -122,7 +123,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	// Events: the hub hears everything fan-out carries; the writer stores and
 	// publishes. Both outlive the HTTP server's drain, which still needs them.
-	fan, limiter, closeRedis, err := scaleOut(ctx, c, logger)
+	fan, limiter, closeRedis, err := scaleOut(ctx, c, st, logger)
 	if err != nil {
 		return err
 	}
@@ -407,6 +408,11 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 			} else if n > 0 {
 				logger.Info("pruned audit entries past retention", "count", n, "retention", auditRetention)
 			}
+			if n, err := st.PruneFanoutLog(ctx); err != nil {
+				logger.Warn("pruning the fan-out log failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned the fan-out log", "count", n)
+			}
 			if n, err := st.PruneSAML(ctx); err != nil {
 				logger.Warn("pruning SAML sign-ins failed", "err", err)
 			} else if n > 0 {
@@ -501,9 +507,13 @@ const billingEvery = 10 * time.Minute
 const pruneEvery = 10 * time.Minute
 
 // scaleOut returns the fan-out and the rate limiter: in-process ones, or,
-// with PERCH_REDIS_URL, Redis pub/sub and Redis limits shared by every
-// instance (with per-instance limits while Redis is away).
-func scaleOut(ctx context.Context, c *config, logger *slog.Logger) (perch.Fanout, perch.RateLimiter, func(), error) {
+// with PERCH_REDIS_URL, those of many instances. Their fan-out is the
+// store's logs, Redis only a wake-up (internal/feed): each instance
+// delivers by reading the notifications table and the fan-out log from
+// where it last read, woken through Redis pub/sub, and every
+// feed.DefaultPoll without it. Their limits are kept in Redis, shared by
+// every instance (with per-instance limits while Redis is away).
+func scaleOut(ctx context.Context, c *config, st *store.Store, logger *slog.Logger) (perch.Fanout, perch.RateLimiter, func(), error) {
 	if c.RedisURL == "" {
 		return fanout.NewLocal(), ratelimit.NewMemory(), func() {}, nil
 	}
@@ -525,7 +535,8 @@ func scaleOut(ctx context.Context, c *config, logger *slog.Logger) (perch.Fanout
 		logger.Warn("PERCH_REDIS_URL is set with SQLite: several instances need PostgreSQL; one instance does not need Redis")
 	}
 	limiter := &ratelimit.Fallback{Shared: ratelimit.NewRedis(rc, c.RedisPrefix+":"), Local: ratelimit.NewMemory(), Log: logger}
-	return fanout.NewRedis(rc, c.RedisPrefix+":fanout", logger), limiter, func() { rc.Close() }, nil
+	wakeups := fanout.NewRedis(rc, c.RedisPrefix+":fanout", logger)
+	return feed.New(st, wakeups, 0, logger), limiter, func() { rc.Close() }, nil
 }
 
 // migrate applies the migrations and exits.

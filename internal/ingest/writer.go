@@ -53,7 +53,6 @@ type Writer struct {
 	// Owned by the Run goroutine.
 	gathered []*request              // commit's requests, kept for the next commit
 	batch    []store.NewNotification // their notifications, likewise
-	missed   bool                    // a publish failed: clients must catch up
 	brokenAt time.Time               // when publishing last failed
 	// concurrency is the most deliveries recently seen waiting on the
 	// writer at once (in a transaction and queued behind it as it ended,
@@ -67,7 +66,7 @@ type Writer struct {
 const concurrencyWindow = 64
 
 // Publishing limits: one attempt may take publishTimeout; after a failure,
-// batches go unpublished for publishPause (they are stored; clients catch up).
+// batches go unpublished for publishPause (they are stored; see publish).
 const (
 	publishTimeout = 500 * time.Millisecond
 	publishPause   = time.Second
@@ -238,25 +237,19 @@ func (w *Writer) observe(waiting int, timedOut bool) {
 }
 
 // publish hands newly stored notifications to fan-out, quickly: it runs
-// while every instance's writer waits for the order lock. When fan-out
-// fails, publishing pauses for a moment instead of timing out on every
-// batch, and once it works again every instance is told to make its
-// clients catch up from the store (perch.FanoutResync), since some of them
-// missed these notifications.
+// while every instance's writer waits for the order lock. Neither fan-out
+// Perch runs fails here: in-process (one instance) it cannot, and across
+// instances (internal/feed) a notification's publish only wakes readers of
+// the store, which is the log they deliver from. A fan-out that did fail
+// would leave the notification stored and served by ?since= replay; after
+// a failure, publishing pauses for a moment rather than time out on every
+// batch.
 func (w *Writer) publish(stored []store.Stored) {
 	if !w.brokenAt.IsZero() && time.Since(w.brokenAt) < publishPause {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	if w.missed {
-		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutResync}); err != nil {
-			w.brokenAt = time.Now()
-			return
-		}
-		w.missed, w.brokenAt = false, time.Time{}
-		w.log.Info("fan-out is back; clients were told to catch up")
-	}
 	for i := range stored {
 		if stored[i].Duplicate {
 			continue
@@ -264,12 +257,12 @@ func (w *Writer) publish(stored []store.Stored) {
 		// Shared, not copied: nothing changes a stored notification.
 		n := &stored[i].Notification
 		if err := w.fanout.Publish(ctx, perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: n}); err != nil {
-			// Stored is what counts: clients catch up through ?since=.
-			w.log.Warn("publishing a notification failed; clients will catch up from the store", "id", n.ID, "err", err)
-			w.missed, w.brokenAt = true, time.Now()
+			w.log.Warn("publishing a notification failed; clients get it when they replay from the store", "id", n.ID, "err", err)
+			w.brokenAt = time.Now()
 			return
 		}
 	}
+	w.brokenAt = time.Time{}
 }
 
 // maxDedupeKey bounds a stored dedupe key, in bytes. A PostgreSQL index

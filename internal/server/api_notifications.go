@@ -98,7 +98,7 @@ func (s *Server) revoked(ctx context.Context, userID string, sessions, apiTokens
 	m := perch.FanoutMessage{Kind: perch.FanoutRevoked, UserID: userID, Sessions: sessions, APITokens: apiTokens}
 	s.hub.Deliver(m)
 	if err := s.fanout.Publish(context.WithoutCancel(ctx), m); err != nil {
-		s.log.Error("publishing a revocation failed; other instances end those WebSockets when fan-out resyncs",
+		s.log.Error("publishing a revocation failed; other instances keep those WebSockets open",
 			"user", userID, "err", err)
 	}
 }
@@ -121,15 +121,13 @@ func (s *Server) Deliver(m perch.FanoutMessage) {
 	case perch.FanoutWorkflows:
 		s.flows.forget(m.OrgID)
 		return
-	case perch.FanoutResync:
-		s.Lost()
-		return
 	}
 	s.hub.Deliver(m)
 }
 
-// Lost is called when fan-out may have missed messages: cached tokens are
-// forgotten and clients reconnect to replay from the store.
+// Lost is called when fan-out may have missed messages (a subscriber fell
+// behind retention): cached tokens and workflows are forgotten and clients
+// reconnect to replay from the store, which tells them of any gap.
 func (s *Server) Lost() {
 	s.tokens.forget()
 	s.flows.forget("")

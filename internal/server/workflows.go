@@ -52,7 +52,7 @@ func (f *flows) forget(orgID string) {
 func (s *Server) workflowsChanged(ctx context.Context, orgID string) {
 	s.flows.forget(orgID)
 	if err := s.fanout.Publish(context.WithoutCancel(ctx), perch.FanoutMessage{Kind: perch.FanoutWorkflows, OrgID: orgID}); err != nil {
-		s.log.Warn("publishing a change of workflows failed; other instances see it when fan-out resyncs", "org", orgID, "err", err)
+		s.log.Warn("publishing a change of workflows failed; other instances go on with the workflows they compiled", "org", orgID, "err", err)
 	}
 }
 
