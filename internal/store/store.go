@@ -94,9 +94,16 @@ const (
 // Option is a setting of Open.
 type Option func(*Store)
 
-// WithSQLiteSync sets how SQLite commits reach the disk (default
-// SyncNormal); PostgreSQL ignores it (its own synchronous_commit rules).
-func WithSQLiteSync(sync Sync) Option { return func(s *Store) { s.sync = sync } }
+// WithSQLiteSync sets how SQLite commits reach the disk ("" leaves the
+// default, SyncNormal); PostgreSQL ignores it (its own synchronous_commit
+// rules).
+func WithSQLiteSync(sync Sync) Option {
+	return func(s *Store) {
+		if sync != "" {
+			s.sync = sync
+		}
+	}
+}
 
 // Open connects to the database named by dsn: a postgres:// or postgresql://
 // URL, or else a SQLite file path (optionally written sqlite://path or

@@ -17,6 +17,7 @@ func TestSQLiteSyncSetsHowCommitsReachTheDisk(t *testing.T) {
 		want int
 	}{
 		{nil, 1},
+		{[]Option{WithSQLiteSync("")}, 1},
 		{[]Option{WithSQLiteSync(SyncNormal)}, 1},
 		{[]Option{WithSQLiteSync(SyncFull)}, 2},
 	} {
