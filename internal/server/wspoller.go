@@ -109,8 +109,9 @@ func newWSPoller() (*wsPoller, error) {
 // checkMasked is the loop's handler of what a connection sends: what the
 // library's would do (hand the bytes to the connection's own handler), once
 // the frames in them are known to be masked. On an unmasked frame the
-// connection is closed with 1002 (RFC 6455 §5.1), and nothing it sends is
-// read from then on. It runs in the loop, the one goroutine that reads the
+// connection is closed with 1002 (RFC 6455 §5.1), and nothing that came
+// with it or comes after is read: a client that breaks the protocol is not
+// listened to further. It runs in the loop, the one goroutine that reads the
 // loop's connections, which is what the state kept in the connection's
 // session (clientFrames) relies on.
 func checkMasked(c *nbio.Conn, data []byte) {
