@@ -18,6 +18,7 @@ import (
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/server"
+	"github.com/perch-dev/perch/internal/store"
 )
 
 // config is the server's configuration (DESIGN.md §3).
@@ -27,6 +28,7 @@ type config struct {
 	MetricsToken       string
 	BaseURL            string
 	DatabaseURL        string
+	SQLiteSync         store.Sync // how SQLite commits reach the disk
 	RedisURL           string
 	RedisPrefix        string
 	AdminEmails        []string
@@ -123,6 +125,14 @@ var settings = []setting{
 		}
 		c.DatabaseURL = v
 		return nil
+	}},
+	{"sqlite-sync", "normal", "how a SQLite commit reaches the disk before its 200: normal (the log is synced at the checkpoint every second: what was answered survives Perch crashing, but a power loss or an operating-system crash may take about the last second of it) or full (synced at every commit: it survives a power loss too, for some ingest throughput); PostgreSQL ignores it", func(c *config, v string) error {
+		switch s := store.Sync(v); s {
+		case store.SyncFull, store.SyncNormal:
+			c.SQLiteSync = s
+			return nil
+		}
+		return fmt.Errorf("want full or normal")
 	}},
 	{"redis-url", "", "redis:// URL for fan-out and shared rate limits across instances (unset: in-process)", func(c *config, v string) error {
 		if v == "" {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/perch-dev/perch/internal/mail/mailtest"
+	"github.com/perch-dev/perch/internal/store"
 )
 
 func TestMain(m *testing.M) {
@@ -311,6 +312,35 @@ func TestMetricsSettings(t *testing.T) {
 	cfg, err := parseConfig("serve", []string{"--metrics-listen", "127.0.0.1:9100", "--metrics-token", "abcdefghijklmnopq"}, func(string) string { return "" }, io.Discard)
 	if err != nil || cfg.MetricsListen != "127.0.0.1:9100" || cfg.MetricsToken != "abcdefghijklmnopq" {
 		t.Fatalf("flags: %+v %v", cfg, err)
+	}
+}
+
+// TestSQLiteSyncSetting: PERCH_SQLITE_SYNC (--sqlite-sync) is normal unless
+// set, takes full, and refuses anything else by name.
+func TestSQLiteSyncSetting(t *testing.T) {
+	for _, c := range []struct {
+		env, flag string
+		want      store.Sync
+		err       string
+	}{
+		{"", "", store.SyncNormal, ""},
+		{"full", "", store.SyncFull, ""},
+		{"full", "normal", store.SyncNormal, ""},
+		{"", "full", store.SyncFull, ""},
+		{"off", "", "", `PERCH_SQLITE_SYNC="off": want full or normal`},
+		{"", "FULL", "", `--sqlite-sync="FULL": want full or normal`},
+	} {
+		var args []string
+		if c.flag != "" {
+			args = []string{"--sqlite-sync", c.flag}
+		}
+		cfg, err := parseConfig("serve", args, func(k string) string { return map[string]string{"PERCH_SQLITE_SYNC": c.env}[k] }, io.Discard)
+		switch {
+		case c.err == "" && (err != nil || cfg.SQLiteSync != c.want):
+			t.Errorf("env %q, flag %q: %v %v, want %q", c.env, c.flag, cfg, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("env %q, flag %q: error %v, want one saying %s", c.env, c.flag, err, c.err)
+		}
 	}
 }
 

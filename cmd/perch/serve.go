@@ -50,7 +50,7 @@ func newLogger(c *config, w io.Writer) *slog.Logger {
 // openStore connects to the configured database and brings its schema up
 // to date.
 func openStore(ctx context.Context, c *config, logger *slog.Logger) (*store.Store, error) {
-	s, err := store.Open(ctx, c.DatabaseURL)
+	s, err := store.Open(ctx, c.DatabaseURL, store.WithSQLiteSync(c.SQLiteSync))
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,21 @@ func BenchmarkInboundIngest(b *testing.B) {
 	postInParallel(b, a, tok, `{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","tab":"Deploys"}`)
 }
 
+// BenchmarkInboundIngestSQLiteSync is BenchmarkInboundIngest with each of
+// SQLite's settings of how a commit reaches the disk (PERCH_SQLITE_SYNC),
+// in one run: full syncs the log at every commit, normal at checkpoints.
+// Run it with -count to alternate them.
+func BenchmarkInboundIngestSQLiteSync(b *testing.B) {
+	for _, sync := range []store.Sync{store.SyncNormal, store.SyncFull} {
+		b.Run("sync="+string(sync), func(b *testing.B) {
+			a := newAPI(b, storetest.New(b, store.SQLite, store.WithSQLiteSync(sync)))
+			ada := a.register("Ada")
+			tok := a.webhookToken(ada, "org", "")
+			postInParallel(b, a, tok, `{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","tab":"Deploys"}`)
+		})
+	}
+}
+
 // postInParallel posts body to the inbound receiver with tok from many
 // senders at once, as in production, b.N times in all.
 func postInParallel(b *testing.B, a *api, tok, body string) {

@@ -55,14 +55,28 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e, ok := errors.AsType[*perch.Error](err); ok {
 		body.Error.Fields = e.Fields
 	}
-	if code == perch.EINTERNAL {
+	status := perch.HTTPStatus(code)
+	switch {
+	case code == perch.EINTERNAL:
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
-	}
-	if code == perch.EUNAUTHORIZED {
+	case code == perch.EUNAVAILABLE:
+		// A dependency is down (the database, say): the operator needs
+		// the cause, which the answer does not carry.
+		s.log.Warn("unavailable", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
+	case code == perch.EUNAUTHORIZED:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="perch"`)
 	}
-	writeJSON(w, perch.HTTPStatus(code), body)
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryUnavailable)
+	}
+	writeJSON(w, status, body)
 }
+
+// retryUnavailable is the Retry-After, in seconds, of every 503 that does
+// not set its own: long enough that clients retrying at once do not pile
+// onto a database that is coming back, short enough for a restart or a
+// failover to be over by then.
+const retryUnavailable = "5"
 
 // Header values every answer (noSniff: see observe) or every JSON answer
 // carries, shared rather than made anew for each: net/http copies a

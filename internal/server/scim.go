@@ -116,10 +116,15 @@ func (s *Server) writeSCIMError(w http.ResponseWriter, r *http.Request, err erro
 	if !ok {
 		e = scimErrorOf(err)
 	}
-	if e.Status == http.StatusInternalServerError {
+	switch e.Status {
+	case http.StatusInternalServerError:
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
-	}
-	if e.Status == http.StatusUnauthorized {
+	case http.StatusServiceUnavailable:
+		s.log.Warn("unavailable", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", retryUnavailable)
+		}
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="perch-scim"`)
 	}
 	writeSCIM(w, e.Status, e)

@@ -130,6 +130,12 @@ type Options struct {
 	// Now is the server's clock (token expiry, rate-limit headers, when a
 	// token was last used); nil means time.Now. Tests pass one they move.
 	Now func() time.Time
+
+	// WakeupHealth reports whether the wake-up channel between instances
+	// works (nil error) or not; /readyz shows it as its "wakeups" check,
+	// which leaves the instance ready (delivery goes on without wake-ups)
+	// but says "degraded". nil: no such check.
+	WakeupHealth func() error
 }
 
 // Server is Perch's HTTP handler.
@@ -169,6 +175,8 @@ type Server struct {
 	// netguard (workflow forwards, identity providers' metadata); nil: the
 	// system's. Tests stub it.
 	forwardResolver netguard.Resolver
+
+	probing sync.Mutex // held by the /readyz that is trying a write
 
 	instance string     // this instance's id in the heartbeats (random)
 	beat     sync.Mutex // orders Heartbeat and Close

@@ -114,6 +114,7 @@ func (rs *replaySlots) underWay() int {
 // reconnecting cannot help.
 const (
 	statusGoingAway      = 1001
+	statusProtocolError  = 1002
 	statusPolicy         = 1008
 	statusInternalError  = 1011
 	statusServiceRestart = 1012

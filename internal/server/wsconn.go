@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"net"
 	"net/http"
 )
@@ -55,22 +57,37 @@ func (h *wsHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // earlyConn is a connection whose first bytes were read before the upgrade;
-// it gives them back before reading on.
+// it gives them back before reading on. The library reads it with a
+// goroutine of its own, not in the event loop, so it checks here that the
+// client's frames are masked (see clientFrames).
 type earlyConn struct {
 	net.Conn
-	early []byte
+	early  []byte
+	frames clientFrames
 }
 
-func (c *earlyConn) Read(p []byte) (int, error) {
+// errUnmasked ends the library's reading of a connection whose client sent
+// an unmasked frame.
+var errUnmasked = errors.New("websocket: a client frame is not masked")
+
+func (c *earlyConn) Read(p []byte) (n int, err error) {
 	if len(c.early) > 0 {
-		n := copy(p, c.early)
+		n = copy(p, c.early)
 		c.early = c.early[n:]
 		if len(c.early) == 0 {
 			c.early = nil
 		}
-		return n, nil
+	} else {
+		n, err = c.Conn.Read(p)
 	}
-	return c.Conn.Read(p)
+	if !c.frames.masked(p[:n]) {
+		// One write of the whole frame, which no other write interleaves
+		// with; the library closes the connection on the error.
+		c.Conn.Write(unmaskedClose)
+		closeWrite(c.Conn)
+		return 0, errUnmasked
+	}
+	return n, err
 }
 
 // CloseWrite ends the stream this side sends, as the connection's own does.
@@ -80,3 +97,67 @@ func (c *earlyConn) CloseWrite() error {
 	}
 	return c.Conn.Close()
 }
+
+// clientFrames follows the frames a client sends, across reads, to check
+// that each is masked: RFC 6455 §5.1 says a server must close the
+// connection on a frame that is not, and the library does not check. It
+// reads each frame's header as it comes and skips its payload; the library
+// parses the same bytes afterwards.
+type clientFrames struct {
+	header  [14]byte // the header being read: 2 bytes, up to 8 of length, 4 of mask
+	have    int      // bytes of it read so far
+	payload uint64   // bytes of the current frame's payload still to come
+	refused bool     // an unmasked frame came: nothing more is read
+}
+
+// masked reads data and reports whether every frame begun so far is
+// masked; once one is not, it reports false for good.
+func (f *clientFrames) masked(data []byte) bool {
+	for len(data) > 0 && !f.refused {
+		if f.payload > 0 {
+			n := min(f.payload, uint64(len(data)))
+			f.payload -= n
+			data = data[n:]
+			continue
+		}
+		f.header[f.have] = data[0]
+		f.have++
+		data = data[1:]
+		if f.have < 2 {
+			continue
+		}
+		if f.header[1]&0x80 == 0 { // the mask bit
+			f.refused = true
+			break
+		}
+		size := 2 + 4
+		switch f.header[1] & 0x7f {
+		case 126:
+			size += 2
+		case 127:
+			size += 8
+		}
+		if f.have < size {
+			continue
+		}
+		switch n := f.header[1] & 0x7f; n {
+		case 126:
+			f.payload = uint64(binary.BigEndian.Uint16(f.header[2:4]))
+		case 127:
+			f.payload = binary.BigEndian.Uint64(f.header[2:10])
+		default:
+			f.payload = uint64(n)
+		}
+		f.have = 0
+	}
+	return !f.refused
+}
+
+// unmaskedClose is the close frame that answers an unmasked frame: 1002,
+// protocol error (RFC 6455 §7.4.1), unmasked as a server's frames are.
+var unmaskedClose = func() []byte {
+	reason := "frames from a client must be masked"
+	f := []byte{0x88, byte(2 + len(reason))}
+	f = binary.BigEndian.AppendUint16(f, statusProtocolError)
+	return append(f, reason...)
+}()

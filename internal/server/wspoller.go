@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lesismal/nbio"
 	"github.com/lesismal/nbio/logging"
@@ -82,6 +83,7 @@ func newWSPoller() (*wsPoller, error) {
 		// to the database, are handed to a goroutine (socket.receipt).
 		ServerExecutor: func(f func()) { f() },
 	})
+	engine.Engine.OnData(checkMasked)
 	if err := engine.Start(); err != nil {
 		return nil, err
 	}
@@ -102,6 +104,38 @@ func newWSPoller() (*wsPoller, error) {
 		p.writers.Go(p.write)
 	}
 	return p, nil
+}
+
+// checkMasked is the loop's handler of what a connection sends: what the
+// library's would do (hand the bytes to the connection's own handler), once
+// the frames in them are known to be masked. On an unmasked frame the
+// connection is closed with 1002 (RFC 6455 §5.1), and nothing that came
+// with it or comes after is read: a client that breaks the protocol is not
+// listened to further. It runs in the loop, the one goroutine that reads the
+// loop's connections, which is what the state kept in the connection's
+// session (clientFrames) relies on.
+func checkMasked(c *nbio.Conn, data []byte) {
+	if ws, ok := c.Session().(*websocket.Conn); ok {
+		frames, _ := ws.Session().(*clientFrames)
+		if frames == nil {
+			frames = &clientFrames{}
+			ws.SetSession(frames)
+		}
+		if frames.refused {
+			return
+		}
+		if !frames.masked(data) {
+			// Written as one frame, which no other write interleaves with;
+			// the client reads it and then the end of the stream, and the
+			// connection ends once the client closes its side or the
+			// deadline passes.
+			c.Write(unmaskedClose)
+			closeWrite(c)
+			c.SetReadDeadline(time.Now().Add(wsCloseWait))
+			return
+		}
+	}
+	c.DataHandler()(c, data)
 }
 
 // startBarrier puts one end of a socket pair in the loop, for settle, and

@@ -43,7 +43,7 @@ type CheckpointResult struct {
 }
 
 func (s *Store) startCheckpointer(path string) error {
-	db, err := sql.Open("sqlite", sqliteDSN(path, sqliteCheckpointer))
+	db, err := sql.Open("sqlite", sqliteDSN(path, sqliteCheckpointer, s.sync))
 	if err != nil {
 		return fmt.Errorf("open sqlite: %w", err)
 	}

@@ -122,7 +122,11 @@ type notificationIDs struct {
 // instances until it returns. Fan-out published from announce therefore
 // reaches every instance in id order, so a client that has seen id n is
 // never sent a smaller one later. announce should be quick.
-func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification, announce func([]Stored)) ([]Stored, error) {
+//
+// How the batch went counts in WriteHealth; an outage fails it with a
+// perch.EUNAVAILABLE error.
+func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification, announce func([]Stored)) (_ []Stored, err error) {
+	defer func() { err = s.wrote(ctx, err) }()
 	now := s.now()
 	out := make([]Stored, len(batch))
 	// Statements are prepared before the transaction: on SQLite the
@@ -231,7 +235,7 @@ func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert f
 			if alone {
 				return insert(nil, next)
 			}
-			return s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, next) })
+			return inTx(ctx, s.w, func(tx *sql.Tx) error { return insert(tx, next) }) // counted once, by InsertNotifications
 		}()
 		if err == nil {
 			ids.next = next + int64(rows)

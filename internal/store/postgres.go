@@ -19,8 +19,8 @@ var errUnstorable = perch.Errorf(perch.EBADREQUEST, "The request holds character
 // character_not_in_repertoire (22021: a NUL, or invalid UTF-8) and
 // untranslatable_character (22P05). Validation refuses such text first;
 // this is the last line, for whatever it misses (an id in a URL path, say),
-// so that the answer is a 400 and not a 500. Any other error is returned as
-// it is.
+// so that the answer is a 400 and not a 500. An outage (see outageCause)
+// becomes a perch.EUNAVAILABLE error. Any other error is returned as it is.
 func pgError(err error) error {
 	if e, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch e.Code {
@@ -28,12 +28,12 @@ func pgError(err error) error {
 			return errUnstorable
 		}
 	}
-	return err
+	return unavailable(err)
 }
 
 // openPostgres returns the connector of the database at dsn, with pgError
-// applied to every statement's error: the store's many queries need not
-// each remember it.
+// applied to every statement's error, and to connecting, beginning and
+// committing: the store's many queries need not each remember it.
 func openPostgres(dsn string) (driver.Connector, error) {
 	c, err := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dsn)
 	if err != nil {
@@ -70,7 +70,7 @@ type pgConnector struct{ driver.Connector }
 func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, pgError(err)
 	}
 	return &pgConn{conn.(pgDriverConn)}, nil
 }
@@ -90,6 +90,22 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 	return rows, pgError(err)
 }
 
+func (c *pgConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.pgDriverConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, pgError(err)
+	}
+	return outageTx{tx}, nil
+}
+
+func (c *pgConn) Ping(ctx context.Context) error {
+	return pgError(c.pgDriverConn.Ping(ctx))
+}
+
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
@@ -97,7 +113,7 @@ func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
 func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	st, err := c.pgDriverConn.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, pgError(err)
 	}
 	return &pgStmtErrors{st.(pgStmt)}, nil
 }

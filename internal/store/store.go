@@ -62,6 +62,9 @@ type Store struct {
 
 	ckpt *checkpointer // SQLite only
 	path string        // the SQLite file; "" on PostgreSQL
+	sync Sync          // SQLite only
+
+	writes writeHealth // how writes have gone lately (WriteHealth)
 
 	notificationIDs notificationIDs // SQLite only
 }
@@ -71,11 +74,48 @@ type stmtKey struct {
 	query string
 }
 
+// Sync is how a commit on SQLite reaches the disk (PRAGMA synchronous, in
+// WAL mode).
+type Sync string
+
+// The two settings of Sync that Perch offers.
+const (
+	// SyncNormal syncs the log only before a checkpoint (the background
+	// checkpointer runs one every second): a commit survives the process
+	// being killed, but a power loss or an operating-system crash may take
+	// the commits of about the last second before it; the database stays
+	// consistent either way.
+	SyncNormal Sync = "normal"
+	// SyncFull syncs the log at every commit, before the commit returns:
+	// a commit survives power loss too.
+	SyncFull Sync = "full"
+)
+
+// Option is a setting of Open.
+type Option func(*Store)
+
+// WithSQLiteSync sets how SQLite commits reach the disk ("" leaves the
+// default, SyncNormal); PostgreSQL ignores it (its own synchronous_commit
+// rules).
+func WithSQLiteSync(sync Sync) Option {
+	return func(s *Store) {
+		if sync != "" {
+			s.sync = sync
+		}
+	}
+}
+
 // Open connects to the database named by dsn: a postgres:// or postgresql://
 // URL, or else a SQLite file path (optionally written sqlite://path or
 // file:path). It does not migrate; call Migrate.
-func Open(ctx context.Context, dsn string) (*Store, error) {
-	s := &Store{Now: time.Now}
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	s := &Store{Now: time.Now, sync: SyncNormal}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.sync != SyncNormal && s.sync != SyncFull {
+		return nil, fmt.Errorf("open: SQLite sync %q is neither %q nor %q", s.sync, SyncNormal, SyncFull)
+	}
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		s.dialect = Postgres
@@ -98,13 +138,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if err := createPrivate(path); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
-		if s.w, err = sql.Open("sqlite", sqliteDSN(path, sqliteWriter)); err != nil {
+		if s.w, err = openSQLite(sqliteDSN(path, sqliteWriter, s.sync)); err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)
 		s.w.SetConnMaxLifetime(0)
-		if s.r, err = sql.Open("sqlite", sqliteDSN(path, sqliteReader)); err != nil {
+		if s.r, err = openSQLite(sqliteDSN(path, sqliteReader, s.sync)); err != nil {
 			s.w.Close()
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -160,16 +200,17 @@ const (
 )
 
 // sqliteDSN names the pragmas every connection gets: WAL so readers never
-// wait for the writer, a busy timeout instead of immediate SQLITE_BUSY, and
+// wait for the writer, a busy timeout instead of immediate SQLITE_BUSY,
+// commits as durable as sync says, and
 // immediate transactions so a writer takes its lock up front, with its
 // temporary files in memory. The writer
 // leaves checkpoints to the checkpointer (see checkpoint.go) unless the WAL
 // grows past walBackstop pages.
-func sqliteDSN(path string, role sqliteRole) string {
+func sqliteDSN(path string, role sqliteRole, sync Sync) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(string(sync))+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	switch role {
 	case sqliteWriter:
@@ -296,9 +337,10 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// tx runs fn in a write transaction, committing when it returns nil.
+// tx runs fn in a write transaction, committing when it returns nil. How
+// it went counts in WriteHealth.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return inTx(ctx, s.w, fn)
+	return s.wrote(ctx, inTx(ctx, s.w, fn))
 }
 
 // inTx runs fn in a transaction begun on db (the pool, or one connection

@@ -111,17 +111,17 @@ func Rows(tb testing.TB, db *sql.DB, query string, args ...any) (cols []string, 
 	return cols, out
 }
 
-// New returns a fresh, migrated store of the given dialect, closed and
-// removed when tb ends.
-func New(tb testing.TB, dialect store.Dialect) *store.Store {
+// New returns a fresh, migrated store of the given dialect, opened with
+// opts, closed and removed when tb ends.
+func New(tb testing.TB, dialect store.Dialect, opts ...store.Option) *store.Store {
 	tb.Helper()
-	return open(tb, dialect, DSN(tb, dialect))
+	return open(tb, dialect, DSN(tb, dialect), opts...)
 }
 
 // open opens and migrates the store of dsn, closed when tb ends.
-func open(tb testing.TB, dialect store.Dialect, dsn string) *store.Store {
+func open(tb testing.TB, dialect store.Dialect, dsn string, opts ...store.Option) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), dsn)
+	s, err := store.Open(context.Background(), dsn, opts...)
 	if err != nil {
 		tb.Fatalf("open %s: %v", dialect, err)
 	}

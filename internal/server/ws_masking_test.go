@@ -1,0 +1,128 @@
+package server
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/store/storetest"
+)
+
+// unmaskedTextFrame is a text frame as only a server may send it: FIN,
+// opcode 1, no mask. From a client it is a protocol error.
+func unmaskedTextFrame(payload string) []byte {
+	return append([]byte{0x81, byte(len(payload))}, payload...)
+}
+
+// wantProtocolErrorClose reads what the server sends until it ends the
+// connection, and fails t unless that was one close frame with 1002.
+func wantProtocolErrorClose(t *testing.T, s *rawSocket) {
+	t.Helper()
+	closes := s.closes()
+	if len(closes) != 1 || len(closes[0]) < 2 || binary.BigEndian.Uint16(closes[0]) != 1002 {
+		t.Fatalf("close frames from the server: %q, want one with 1002 and then the end of the connection", closes)
+	}
+}
+
+// TestAnUnmaskedClientFrameClosesWithProtocolError: RFC 6455 §5.1, a server
+// must close the connection on a frame from the client that is not masked;
+// it says why with 1002, and the client leaves the hub.
+func TestAnUnmaskedClientFrameClosesWithProtocolError(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	s := dialRaw(t, ts, ada.Access)
+	s.conn.Write(unmaskedTextFrame(`{"type":"read","data":{"ids":["1"]}}`))
+	wantProtocolErrorClose(t, s)
+	for deadline := time.Now().Add(10 * time.Second); a.srv.hub.Len() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client is still in the hub")
+		}
+	}
+}
+
+// TestAnUnmaskedFrameSentWithTheHandshakeClosesWithProtocolError: a frame
+// in the same TCP write as the upgrade request is read apart from the event
+// loop (see wsHijacker); it is checked all the same.
+func TestAnUnmaskedFrameSentWithTheHandshakeClosesWithProtocolError(t *testing.T) {
+	a := newAPI(t, storetest.New(t, store.SQLite))
+	ts := a.live()
+	ada := a.register("Ada")
+	var key [16]byte
+	rand.Read(key[:])
+	host := strings.TrimPrefix(ts.URL, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	req := fmt.Sprintf("GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nAuthorization: Bearer %s\r\n\r\n",
+		host, base64.StdEncoding.EncodeToString(key[:]), ada.Access)
+	if _, err := conn.Write(append([]byte(req), unmaskedTextFrame(`{"type":"read","data":{"ids":["1"]}}`)...)); err != nil { // one write
+		t.Fatal(err)
+	}
+	s := &rawSocket{t: t, conn: conn, r: bufio.NewReader(conn)}
+	if res, err := http.ReadResponse(s.r, nil); err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", res, err)
+	}
+	wantProtocolErrorClose(t, s)
+}
+
+// TestMaskedFramesPassTheCheckWhereverReadsSplitThem: the check follows
+// frames of every length form (7-bit, 16-bit, 64-bit) however the reads cut
+// them, headers included, and refuses the first unmasked one after them.
+func TestMaskedFramesPassTheCheckWhereverReadsSplitThem(t *testing.T) {
+	var stream []byte
+	for _, n := range []int{0, 5, 125, 126, 300, 65535, 70_000} {
+		stream = append(stream, maskedFrameOf(n)...)
+	}
+	for _, cut := range []int{1, 2, 3, 7, 64, 4096, len(stream)} {
+		f := &clientFrames{}
+		for rest := stream; len(rest) > 0; {
+			n := min(cut, len(rest))
+			if !f.masked(rest[:n]) {
+				t.Fatalf("reads of %d bytes: masked frames refused", cut)
+			}
+			rest = rest[n:]
+		}
+		if f.have != 0 || f.payload != 0 {
+			t.Fatalf("reads of %d bytes: the check ends inside a frame (header %d, payload %d)", cut, f.have, f.payload)
+		}
+		unmasked := unmaskedTextFrame("x")
+		if f.masked(unmasked[:1]) != true || f.masked(unmasked[1:]) {
+			t.Fatalf("reads of %d bytes: an unmasked frame after them passes", cut)
+		}
+		if f.masked(maskedFrameOf(1)) {
+			t.Fatalf("reads of %d bytes: frames after an unmasked one pass", cut)
+		}
+	}
+}
+
+// maskedFrameOf is a masked binary frame of n random bytes, with the
+// shortest length form that holds n.
+func maskedFrameOf(n int) []byte {
+	f := []byte{0x82}
+	switch {
+	case n <= 125:
+		f = append(f, 0x80|byte(n))
+	case n <= 0xffff:
+		f = binary.BigEndian.AppendUint16(append(f, 0x80|126), uint16(n))
+	default:
+		f = binary.BigEndian.AppendUint64(append(f, 0x80|127), uint64(n))
+	}
+	var mask [4]byte
+	rand.Read(mask[:])
+	f = append(f, mask[:]...)
+	payload := make([]byte, n)
+	rand.Read(payload) // bytes that look like headers, among others
+	return append(f, payload...)
+}
