@@ -135,6 +135,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	go func() { writer.Run(writerCtx); close(writerDone) }()
 	defer func() { stopWriter(); <-writerDone }()
 
+	var wakeups func() error // the wake-up channel between instances, for /readyz
+	if f, ok := fan.(*feed.Feed); ok {
+		wakeups = f.WakeupHealth
+	}
 	srv := server.New(server.Options{
 		Store:          st,
 		Logger:         logger,
@@ -165,6 +169,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PricePlans:               pricePlans(c.Stripe.Prices, c.Paddle.Prices),
 		WorkflowAllowPrivate:     c.WorkflowPrivate,
 		SSOAnyDomain:             c.SSOAnyDomain,
+		WakeupHealth:             wakeups,
 		GitHub:                   c.GitHub,
 		Google:                   c.Google,
 		MetricsToken:             c.MetricsToken,

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func instance(t *testing.T, s *store.Store, redisURL, channel string) (*api, *fe
 	var f *feed.Feed
 	a := newAPI(t, s, func(o *Options) {
 		f = feed.New(s, fanout.NewRedis(rc, channel, o.Logger), deliveryPoll, o.Logger)
-		o.Fanout, o.Hub = f, hub.New()
+		o.Fanout, o.Hub, o.WakeupHealth = f, hub.New(), f.WakeupHealth
 	})
 	return a, f, a.live()
 }
@@ -141,5 +142,10 @@ func TestDeliveryGoesOnWhileRedisIsDown(t *testing.T) {
 			t.Fatal("the storing instance never said its wake-ups fail")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// Still ready (delivery goes on), and saying what is wrong.
+	ready := expect(t, one.call("GET", "/readyz", "", nil), 200)
+	if ready.Body["status"] != "degraded" || !strings.HasPrefix(fmt.Sprint(lookup(ready.Body, "checks.wakeups")), "failing") {
+		t.Fatalf("/readyz while Redis is down: %s", ready.Raw)
 	}
 }
