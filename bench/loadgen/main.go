@@ -13,6 +13,7 @@
 //	loadgen hold    -base URL -token pat_ -seconds 12 -quiet 3s      listen as a real client, then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
+//	loadgen faults -name kill9 -bases URL[,URL...] -db DSN -users 6 -per-user 3 -rate 150 -seconds 30    one scenario of scripts/faults.sh: acknowledged / stored / delivered / lost / duplicated
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|ingestfloor|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|ingestfloor|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout|faults [flags]")
 		os.Exit(2)
 	}
 	// nbio logs to stdout, which the script reads figures from and many's
@@ -47,8 +49,8 @@ func main() {
 	token := fs.String("token", "", "API token the WebSocket clients sign in with")
 	webhook := fs.String("webhook", "", "inbound webhook token (org scope) to post with")
 	clients := fs.Int("clients", 1000, "WebSocket clients to connect")
-	rate := fs.Int("rate", 1000, "latency: events per second")
-	seconds := fs.Int("seconds", 10, "latency: how long to post")
+	rate := fs.Int("rate", 1000, "latency, faults: events per second")
+	seconds := fs.Int("seconds", 10, "latency, faults: how long to post")
 	pid := fs.Int("pid", 0, "idle, many: the server's process id, to read its memory")
 	warm := fs.Int("warm", 2000, "idle: clients connected before the measured ones")
 	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle, many: how long to wait for every client's first ping (the server pings every 30 s)")
@@ -56,8 +58,19 @@ func main() {
 	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
-	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing)")
+	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing); faults: the instances' database, to count what they stored")
 	quiet := fs.Duration("quiet", 3*time.Second, "hold: stop once no notification came for this long (after the first)")
+	name := fs.String("name", "faults", "faults: the scenario's name, in its report")
+	bases := fs.String("bases", "", "faults: the instances' base URLs, comma-separated")
+	faultUsers := fs.Int("users", 6, "faults: users, each with its own webhook token")
+	perUser := fs.Int("per-user", 3, "faults: WebSocket clients per user, spread over the instances")
+	faultSenders := fs.Int("senders", 16, "faults: concurrent senders")
+	retryFor := fs.Duration("retry-for", 20*time.Second, "faults: how long after the load unacknowledged events are still sent again")
+	settle := fs.Duration("settle", 20*time.Second, "faults: how long after the load the clients get to receive every acknowledged event")
+	bad := fs.Bool("bad", false, "faults: misbehaving clients beside the good ones (never reading, sending garbage, churning)")
+	started := fs.String("started", "", "faults: a file to make when the load starts")
+	postTo := fs.Int("post-to", 0, "faults: post to the first n instances only (0: all); the others' clients learn of events only through the store and wake-ups")
+	padding := fs.Int("padding", 0, "faults: bytes of message each event carries beyond its name (at most 3900)")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -88,6 +101,10 @@ func main() {
 		err = wsServe(*addr, *control)
 	case "wsfanout":
 		err = wsFanout(*base, *control, *clients, *rounds)
+	case "faults":
+		err = faults(faultConfig{name: *name, bases: strings.Split(*bases, ","), dsn: *dbPath, users: *faultUsers, perUser: *perUser,
+			rate: *rate, load: time.Duration(*seconds) * time.Second, senders: *faultSenders, retryFor: *retryFor, settle: *settle,
+			bad: *bad, started: *started, padding: *padding, postTo: *postTo})
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
