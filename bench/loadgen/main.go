@@ -6,6 +6,7 @@
 //
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
 //	loadgen ingestfloor -addr 127.0.0.1:18481 -db /tmp/floor.db        the ingest floor: parse and store durably in SQLite, nothing else
+//	loadgen ingestfloor -addr 127.0.0.1:18591 -db postgres://…         the PostgreSQL floor: the same by a bare group commit (-perch-writer: through Perch's writer instead)
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
@@ -18,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -58,8 +60,10 @@ func main() {
 	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
-	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing); faults: the instances' database, to count what they stored")
+	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing) or a postgres:// URL; faults: the instances' database, to count what they stored")
 	quiet := fs.Duration("quiet", 3*time.Second, "hold: stop once no notification came for this long (after the first)")
+	perchWriter := fs.Bool("perch-writer", false, "ingestfloor on PostgreSQL: store through Perch's store and writer, as the SQLite floor does, rather than a bare group commit (to tell their costs apart)")
+	listenBase := fs.String("listen-base", "", "latency: the instance the clients connect to (default -base, where events are posted)")
 	name := fs.String("name", "faults", "faults: the scenario's name, in its report")
 	bases := fs.String("bases", "", "faults: the instances' base URLs, comma-separated")
 	faultUsers := fs.Int("users", 6, "faults: users, each with its own webhook token")
@@ -80,9 +84,9 @@ func main() {
 			w.Write([]byte(`{"received":true}`))
 		}))
 	case "ingestfloor":
-		err = ingestFloor(*addr, *dbPath)
+		err = ingestFloor(*addr, *dbPath, *perchWriter)
 	case "latency":
-		err = latency(*base, *clients, *rate, time.Duration(*seconds)*time.Second)
+		err = latency(*base, cmp.Or(*listenBase, *base), *clients, *rate, time.Duration(*seconds)*time.Second)
 	case "fanout":
 		err = fanout(*base, *token, *webhook, *clients, *rounds)
 	case "idle":
@@ -205,10 +209,12 @@ func users(base string, n int) ([]user, error) {
 
 // latency connects one client for each of n users and posts at a steady
 // rate, each event to one user in turn, measuring from just before the POST
-// to the frame's arrival at that user's client. The first n events are each
+// to the frame's arrival at that user's client. Events are posted to base
+// and the clients connect to listen: the same instance, or another one of
+// the cluster, which has to learn of each event through the shared store. The first n events are each
 // user's first, whose webhook token the server has not yet cached: their
 // latencies are also reported apart from the rest's.
-func latency(base string, n, rate int, d time.Duration) error {
+func latency(base, listen string, n, rate int, d time.Duration) error {
 	accounts, err := users(base, n)
 	if err != nil {
 		return err
@@ -236,10 +242,14 @@ func latency(base string, n, rate int, d time.Duration) error {
 		return err
 	}
 	defer ws.close()
-	if err := connectAll(ws, base, n, func(i int) string { return accounts[i].access }); err != nil {
+	if err := connectAll(ws, listen, n, func(i int) string { return accounts[i].access }); err != nil {
 		return err
 	}
-	fmt.Printf("connected %d clients, one per user\n", n)
+	if listen != base {
+		fmt.Printf("connected %d clients, one per user, to %s; posting to %s\n", n, listen, base)
+	} else {
+		fmt.Printf("connected %d clients, one per user\n", n)
+	}
 	total := rate * int(d/time.Second)
 	interval := time.Second / time.Duration(rate)
 	var wg sync.WaitGroup
