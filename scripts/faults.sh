@@ -6,9 +6,12 @@
 # acknowledged: events an instance answered 200, by the ids it answered;
 # stored: this scenario's rows in the database afterwards; lost: acknowledged
 # ids some client of their scope never received, live or by its ?since=
-# resume; duplicated: ids some client received twice. A line of detail
-# follows each (answers other than 200, retries, reconnections and how
-# connections ended).
+# resume; duplicated: ids some client received twice. Lines of detail
+# follow each: answers other than 200, retries, reconnections and how
+# connections ended; and how long after its acknowledgement each frame
+# arrived, by the instance the client started on and by 2-second window of
+# the load (which shows a fault's window and how long the instances took
+# to recover).
 #
 # The load is bench/loadgen's faults mode: users with webhook tokens (user
 # and organisation scope) posting at a steady rate, with an Idempotency-Key
@@ -24,7 +27,11 @@
 #    spread over them and failing over to another while theirs refuses:
 #    one instance killed and restarted; Redis down for 20 s; PostgreSQL
 #    restarted; Redis write pauses (CLIENT PAUSE 2000 WRITE); SIGTERM to an
-#    instance (drain, clients closed with 1001, resuming elsewhere).
+#    instance (drain, clients closed with 1001, resuming elsewhere). In the
+#    two Redis scenarios events are posted to some instances only, so that
+#    the clients of the others depend on the wake-ups (or the poll) alone:
+#    an instance also reads the store for its own writes, which would
+#    otherwise hide a lost wake-up.
 # The shared PostgreSQL (5432) and Redis (6379) are never touched.
 #
 # The full disk: the soft RLIMIT_FSIZE of the running SQLite server lowered
