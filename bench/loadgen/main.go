@@ -225,7 +225,7 @@ func latency(base, listen string, n, rate int, d time.Duration) error {
 		first bool // the user's first event
 	}
 	sent := map[string]event{}
-	var lat, first []time.Duration
+	var lat, first, later []time.Duration
 	onFrame := func(frame []byte, at time.Time) {
 		title, _ := member(frame, "title")
 		mu.Lock()
@@ -234,6 +234,8 @@ func latency(base, listen string, n, rate int, d time.Duration) error {
 			lat = append(lat, at.Sub(e.at))
 			if e.first {
 				first = append(first, at.Sub(e.at))
+			} else {
+				later = append(later, at.Sub(e.at))
 			}
 		}
 	}
@@ -287,10 +289,14 @@ func latency(base, listen string, n, rate int, d time.Duration) error {
 	}
 	slices.Sort(lat)
 	slices.Sort(first)
+	slices.Sort(later)
 	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), total)
 	fmt.Printf("POST-to-frame latency: p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n", quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), ms(lat[len(lat)-1]))
 	if len(first) > 0 {
 		fmt.Printf("each user's first event (%d, its webhook token not yet cached): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", len(first), quantile(first, 0.50), quantile(first, 0.99), ms(first[len(first)-1]))
+	}
+	if len(later) > 0 {
+		fmt.Printf("the other events (%d): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", len(later), quantile(later, 0.50), quantile(later, 0.99), ms(later[len(later)-1]))
 	}
 	return nil
 }
