@@ -24,8 +24,20 @@
 #     when it allows that many), from several 127.0.0.x source addresses:
 #     are they all connected and pinged, and the server's RSS; below 100,000,
 #     the 100,000 figure is a projection from section 4's marginal cost.
-# It ends with a summary: one line per target of issue 21, met or not.
-# Needs wrk (apt-get install -y wrk). Usage: scripts/load-events.sh [wrk seconds]
+#  7. on PostgreSQL (a private cluster made with initdb in a temp dir on a
+#     free port, and a private redis-server; the shared servers are not
+#     touched): ingest as a share of the bare PostgreSQL floor (loadgen
+#     ingestfloor on a postgres:// URL: parse, then store each delivery in
+#     the same notifications table by group commit, one INSERT … RETURNING
+#     a batch, nothing else), for one perch serve without Redis (the
+#     target's row) and one with it (the store read back by internal/feed,
+#     rate limits in Redis), same wrk load, rounds and medians as section
+#     1; and POST-to-frame latency p50/p99 with two instances on that
+#     PostgreSQL and Redis, events posted to one and every client on the
+#     other, at 500 events/s.
+# It ends with a summary: one line per target of issues 21 and 39, met or
+# not. Needs wrk (apt-get install -y wrk), and for section 7 PostgreSQL's
+# server binaries and redis-server. Usage: scripts/load-events.sh [wrk seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "$0 needs wrk: apt-get install -y wrk" >&2; exit 1; }
@@ -67,7 +79,7 @@ LUA
 
 # figure FILE SED-EXPRESSION: a figure from a section's output, or nothing
 # when the section failed.
-figure() { sed -n "$2" "$dir/$1" 2>/dev/null | head -1; }
+figure() { sed -n "$2" "$dir/$1" 2>/dev/null | head -1 || true; }
 
 echo "== 4. memory per idle connection (measured first, on the fresh server): 2,000 clients, then what 5,000 more cost, each read after every client's first ping and the server's next garbage collection (at most 2 minutes on an idle server)"
 "$dir/loadgen" idle -base "$base" -token "$token" -clients 5000 -pid "$server" | tee "$dir/idle.out" || echo "section 4 failed"
@@ -208,6 +220,119 @@ if [ "${#fan_ms[@]}" -gt 0 ]; then
   multiple=$(median "${multiples[@]}") wsfloor_multiple=$(median "${wsfloor_multiples[@]}") over_wsfloor=$(median "${over_wsfloors[@]}")
 fi
 
+echo "== 7. PostgreSQL (a private cluster and redis-server, made for this run): ingest against the bare PostgreSQL floor, $rounds rounds of wrk -t2 -d${secs}s at -c32 and -c128 against the floor and Perch in turn, medians; then POST-to-frame latency across two instances"
+# A cluster of its own, in a temp dir on a free port, so that the load
+# meets no one else's queries and the shared server (5432) is left alone;
+# the same for Redis. PostgreSQL's tools refuse root: they run as postgres
+# then, in a directory of theirs.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+free_port() { # free_port VAR: a port nothing listens on, below the ephemeral ones
+  local candidate
+  while :; do
+    candidate=$((20000 + RANDOM % 12000)) # below the ephemeral ports (32768 on)
+    (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null || { printf -v "$1" '%s' "$candidate"; return; }
+  done
+}
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+if [ -x "$pgbin/initdb" ] && command -v redis-server >/dev/null; then
+  pgdir=$(mktemp -d)
+  pg_stop() { as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$pgdir"; }
+  trap 'kill "${pids[@]}" 2>/dev/null || true; pg_stop; rm -rf "$dir"' EXIT
+  [ "$(id -u)" != 0 ] || chown postgres "$pgdir"
+  free_port pgport
+  free_port redisport
+  as_pg "$pgbin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 --no-instructions >/dev/null
+  as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1" start >/dev/null
+  pgurl() { echo "postgres://postgres@127.0.0.1:$pgport/$1?sslmode=disable"; }
+  for db in ingest ingest_redis floor cluster; do
+    as_pg "$pgbin/psql" -q -h 127.0.0.1 -p "$pgport" -U postgres -c "CREATE DATABASE $db" postgres
+  done
+  redis-server --port "$redisport" --bind 127.0.0.1 --save '' --appendonly no >"$dir/redis.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do redis-cli -p "$redisport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  # pg_serve PORT DATABASE [SETTING...]: perch serve on the private
+  # cluster, its process id added to pg_pids. The instances of one
+  # database share its secret key, as a cluster's do.
+  pg_pids=()
+  pg_key=$(head -c 32 /dev/urandom | base64)
+  pg_serve() {
+    local p=$1 db=$2
+    shift 2
+    env PERCH_LISTEN="127.0.0.1:$p" PERCH_DATABASE_URL="$(pgurl "$db")" PERCH_LOG_LEVEL=warn \
+      PERCH_RATE_LIMIT_AUTH=100000/1m PERCH_RATE_LIMIT_USER=100000000/1m \
+      PERCH_SECRET_KEY="$pg_key" "$@" "$dir/perch" serve >/dev/null 2>>"$dir/serve-pg.log" &
+    pids+=($!) pg_pids+=($!)
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$p/healthz" >/dev/null && return; sleep 0.1; done
+    echo "perch serve on PostgreSQL did not start on port $p" >&2
+  }
+  # sign_up PORT: a user's API token and org-scoped webhook token there.
+  sign_up() {
+    local b=http://127.0.0.1:$1 a
+    a=$(curl -s -X POST "$b/api/v1/auth/register" -d '{"name":"Load","email":"load@example.com","password":"correct horse battery"}' | json access_token)
+    echo "$(curl -s -X POST "$b/api/v1/tokens" -H "Authorization: Bearer $a" -d '{"label":"load"}' | json raw_token)" \
+      "$(curl -s -X POST "$b/api/v1/webhook-tokens" -H "Authorization: Bearer $a" -d '{"label":"load","sender":"inbound","scope":"org"}' | json raw_token)"
+  }
+  # One instance without Redis (the row's figure: what one perch serve
+  # costs on PostgreSQL), and one with it, as a cluster's instances run
+  # (the store read back by internal/feed, rate limits counted in Redis),
+  # each on a database of its own; the floor on a third.
+  pg_serve 18191 ingest
+  pg_serve 18192 ingest_redis PERCH_REDIS_URL="redis://127.0.0.1:$redisport/0"
+  "$dir/loadgen" ingestfloor -addr 127.0.0.1:18591 -db "$(pgurl floor)" &
+  pgfloor_pid=$!
+  pids+=($pgfloor_pid)
+  for _ in $(seq 100); do curl -sf -X POST -d '{"title":"up"}' http://127.0.0.1:18591/ >/dev/null && break; sleep 0.1; done
+  read -r pg_token pg_webhook < <(sign_up 18191)
+  read -r pgr_token pgr_webhook < <(sign_up 18192)
+  # Each has a subscribed client, as section 1's Perch has, which stops
+  # once as long has passed after the last round.
+  holders=()
+  for hold in "18191 $pg_token" "18192 $pgr_token"; do
+    read -r p t <<<"$hold"
+    "$dir/loadgen" hold -base "http://127.0.0.1:$p" -token "$t" -seconds $((rounds * ${#conns[@]} * 3 * secs + 120)) -quiet $((3 * secs + 5))s >"$dir/hold-$p.out" 2>&1 &
+    pids+=($!) holders+=($!)
+  done
+  sleep 1
+  pg_urls=("http://127.0.0.1:18591/" "http://127.0.0.1:18191/webhooks/inbound?token=$pg_webhook" "http://127.0.0.1:18192/webhooks/inbound?token=$pgr_webhook")
+  for u in "${pg_urls[@]}"; do wrk -t2 -c32 -d5s -s "$dir/post.lua" "$u" >/dev/null; done # warm-up, not counted
+  declare -A pgfloors pgperchs pgredises pgshares pgrshares pgshare pgrshare pgfloor pgperch pgredis
+  for r in $(seq "$rounds"); do
+    for c in "${conns[@]}"; do
+      f=$(rps "$c" "${pg_urls[0]}")
+      p=$(rps "$c" "${pg_urls[1]}")
+      pr=$(rps "$c" "${pg_urls[2]}")
+      pgfloors[$c]+=" $f" pgperchs[$c]+=" $p" pgredises[$c]+=" $pr"
+      pgshares[$c]+=" $(ratio "$p" "$f")" pgrshares[$c]+=" $(ratio "$pr" "$f")"
+      echo "round $r, -c$c: bare PostgreSQL floor $f req/s; perch on PostgreSQL $p ($(ratio "$p" "$f")% of the floor); with Redis $pr ($(ratio "$pr" "$f")%)"
+    done
+  done
+  kill "$pgfloor_pid"
+  wait "${holders[@]}" || true # the subscribed clients, done once quiet
+  for p in 18191 18192; do
+    echo "the subscribed client of port $p: $(tail -1 "$dir/hold-$p.out")"
+    echo "group commit on port $p: $(curl -s "http://127.0.0.1:$p/metrics" | awk '$1 == "perch_ingest_notifications_total" {n = $2} $1 == "perch_ingest_transactions_total" {t = $2} END {printf "%.1f notifications per transaction", n / t}')"
+  done
+  for c in "${conns[@]}"; do
+    # shellcheck disable=SC2086 # the lists are space-separated numbers
+    {
+      pgfloor[$c]=$(median ${pgfloors[$c]}) pgperch[$c]=$(median ${pgperchs[$c]}) pgredis[$c]=$(median ${pgredises[$c]})
+      pgshare[$c]=$(median ${pgshares[$c]}) pgrshare[$c]=$(median ${pgrshares[$c]})
+    }
+    echo "-c$c, medians of $rounds rounds: bare PostgreSQL floor ${pgfloor[$c]} req/s; perch ${pgperch[$c]} req/s, ${pgshare[$c]}% of the floor (rounds:${pgshares[$c]}); with Redis ${pgredis[$c]} req/s, ${pgrshare[$c]}% (rounds:${pgrshares[$c]})"
+  done
+  # The two ingest servers go; the latency's two instances share one
+  # database and Redis.
+  kill "${pg_pids[@]}"
+  pg_pids=()
+  pg_serve 18193 cluster PERCH_REDIS_URL="redis://127.0.0.1:$redisport/0"
+  pg_serve 18194 cluster PERCH_REDIS_URL="redis://127.0.0.1:$redisport/0"
+  echo "-- POST-to-frame latency: 500 users with a client each on instance 2, 500 events/s for 10 s posted to instance 1, each event to one user"
+  "$dir/loadgen" latency -base http://127.0.0.1:18193 -listen-base http://127.0.0.1:18194 -clients 500 -rate 500 -seconds 10 | tee "$dir/pglatency.out" || echo "section 7's latency failed"
+  kill "${pg_pids[@]}"
+else
+  echo "section 7 skipped: it needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin) and redis-server"
+fi
+
 # verdict VALUE OP TARGET: met or not met, or not measured without a value.
 verdict() {
   [ -n "$1" ] || { echo "not measured"; return; }
@@ -234,7 +359,7 @@ if [ "$ingest_ok" != met ] && { [ "$(verdict "${floorshare[32]}" ">=" 40)" != me
   ingest_ok="not met; the floor itself is below 40%"
 fi
 echo
-echo "== summary: the targets of issue 21, this run ($((SECONDS - started)) s)"
+echo "== summary: the targets of issues 21 and 39, this run ($((SECONDS - started)) s)"
 row() { printf '%-52s | %-52s | %-32s | %s\n' "$1" "$2" "$3" "$4"; }
 row "figure" "measured" "target" "result"
 row "memory per idle WebSocket (marginal, after 1st ping)" "${marginal:-?} KiB" "<= 4 KiB" "$(verdict "$marginal" "<=" 4)"
@@ -242,7 +367,13 @@ row "100,000 idle WebSockets on one instance" "$row100k" "connected, pinged, RSS
 row "one org event to 10,000 clients / plain-TCP floor" "${multiple:-?}x (rounds: ${multiples[*]:-?}; ${fan:-?} ms / ${floor:-?} ms)" "<= 1.25x" "$(verdict "$multiple" "<=" 1.25)"
 row "ingest, share of the trivial handler" "${share[32]}% at 32 senders, ${share[128]}% at 128" ">= 40% at both" "$ingest_ok"
 row "POST-to-frame p99, 1,000 events/s, 1,000 clients" "${p99:-?} ms" "< 10 ms" "$(verdict "$p99" "<" 10)"
+both() { [ "$(verdict "$1" ">=" "$3")" = met ] && [ "$(verdict "$2" ">=" "$3")" = met ] && echo met || { [ -n "$1" ] && echo "not met" || echo "not measured"; }; }
+row "ingest on PostgreSQL, share of the bare PG floor" "${pgshare[32]:-?}% at 32 senders, ${pgshare[128]:-?}% at 128" ">= 80% at both" "$(both "${pgshare[32]:-}" "${pgshare[128]:-}" 80)"
+row "  the same, the instance with Redis" "${pgrshare[32]:-?}% at 32 senders, ${pgrshare[128]:-?}% at 128" ">= 80% at both" "$(both "${pgrshare[32]:-}" "${pgrshare[128]:-}" 80)"
+pg_p99=$(figure pglatency.out 's/^POST-to-frame latency: .* p99 \([0-9.]*\) ms.*/\1/p')
+row "POST-to-frame p99, 2 instances (PG, Redis), 500/s" "${pg_p99:-?} ms (client on the other instance)" "< 25 ms" "$(verdict "$pg_p99" "<" 25)"
 [ -z "${note100k:-}" ] || echo "$note100k"
 echo "The ingest floor (parse and store in SQLite by group commit, nothing else): ${floorshare[32]}% of the trivial handler at 32 senders, ${floorshare[128]}% at 128; Perch is ${offloor[32]}% and ${offloor[128]}% of the floor."
 echo "The fan-out's WebSocket floor (a bare nbio server, the same clients): ${wsfloor:-?} ms, ${wsfloor_multiple:-?}x the plain-TCP floor; Perch is ${over_wsfloor:-?}x the WebSocket floor."
+echo "The bare PostgreSQL floor (parse, then one INSERT … RETURNING per group commit on one connection, nothing else): ${pgfloor[32]:-?} req/s at 32 senders, ${pgfloor[128]:-?} at 128; Perch on PostgreSQL ${pgperch[32]:-?} and ${pgperch[128]:-?}, with Redis ${pgredis[32]:-?} and ${pgredis[128]:-?}."
 

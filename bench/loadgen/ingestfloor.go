@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/perch-dev/perch"
 	perchfanout "github.com/perch-dev/perch/internal/fanout"
@@ -28,8 +29,13 @@ type floorEvent struct {
 	Title, Message, Severity, Tab string
 }
 
-// ingestFloor serves the floor on addr with its database in path.
-func ingestFloor(addr, path string) error {
+// ingestFloor serves the floor on addr with its database in path: a
+// SQLite file, or a postgres:// URL (ingestFloorPostgres, unless
+// perchWriter asks for Perch's store and writer there too).
+func ingestFloor(addr, path string, perchWriter bool) error {
+	if !perchWriter && (strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")) {
+		return ingestFloorPostgres(addr, path)
+	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, path)
 	if err != nil {
@@ -40,6 +46,20 @@ func ingestFloor(addr, path string) error {
 	}
 	writer := ingest.New(st, perchfanout.NewLocal(), slog.New(slog.DiscardHandler))
 	go writer.Run(ctx)
+	return serveFloor(addr, func(ctx context.Context, e floorEvent) (string, error) {
+		stored, err := writer.Write(ctx, store.NewNotification{Notification: perch.Notification{
+			Title: e.Title, Message: e.Message, Severity: e.Severity, Tab: e.Tab, Source: "inbound",
+			Scope: perch.Scope{Type: perch.ScopeOrg, ID: "floor"}}})
+		if err != nil {
+			return "", err
+		}
+		return stored[0].Notification.ID, nil
+	})
+}
+
+// serveFloor serves a floor on addr: each POST is parsed and handed to
+// store, and answered with the id it was stored under.
+func serveFloor(addr string, store func(context.Context, floorEvent) (string, error)) error {
 	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		var e floorEvent
@@ -53,14 +73,12 @@ func ingestFloor(addr, path string) error {
 		if e.Severity == "" {
 			e.Severity = "info"
 		}
-		stored, err := writer.Write(r.Context(), store.NewNotification{Notification: perch.Notification{
-			Title: e.Title, Message: e.Message, Severity: e.Severity, Tab: e.Tab, Source: "inbound",
-			Scope: perch.Scope{Type: perch.ScopeOrg, ID: "floor"}}})
+		id, err := store(r.Context(), e)
 		if err != nil {
 			http.Error(w, `{"error":"not stored"}`, http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"received":true,"ids":["`+stored[0].Notification.ID+`"]}`)
+		io.WriteString(w, `{"received":true,"ids":["`+id+`"]}`)
 	}))
 }

@@ -6,6 +6,7 @@
 //
 //	loadgen trivial -addr 127.0.0.1:18281                 serve 200 to anything: the baseline for wrk
 //	loadgen ingestfloor -addr 127.0.0.1:18481 -db /tmp/floor.db        the ingest floor: parse and store durably in SQLite, nothing else
+//	loadgen ingestfloor -addr 127.0.0.1:18591 -db postgres://…         the PostgreSQL floor: the same by a bare group commit (-perch-writer: through Perch's writer instead)
 //	loadgen latency -base URL -clients 1000 -rate 1000 -seconds 10        registers one user per client
 //	loadgen fanout  -base URL -token pat_ -webhook whk_ -clients 10000
 //	loadgen idle    -base URL -token pat_ -clients 5000 -warm 2000 -pid PID
@@ -13,10 +14,12 @@
 //	loadgen hold    -base URL -token pat_ -seconds 12 -quiet 3s      listen as a real client, then count what arrived
 //	loadgen rawserve  -addr 127.0.0.1:18381 -control 127.0.0.1:18382     the fan-out floor's server: plain TCP, no WebSocket, no store
 //	loadgen rawfanout -addr 127.0.0.1:18381 -control http://127.0.0.1:18382/ -clients 10000
+//	loadgen faults -name kill9 -bases URL[,URL...] -db DSN -users 6 -per-user 3 -rate 150 -seconds 30    one scenario of scripts/faults.sh: acknowledged / stored / delivered / lost / duplicated
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -26,6 +29,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|ingestfloor|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen trivial|ingestfloor|latency|fanout|idle|many|hold|rawserve|rawfanout|wsserve|wsfanout|faults [flags]")
 		os.Exit(2)
 	}
 	// nbio logs to stdout, which the script reads figures from and many's
@@ -47,8 +51,8 @@ func main() {
 	token := fs.String("token", "", "API token the WebSocket clients sign in with")
 	webhook := fs.String("webhook", "", "inbound webhook token (org scope) to post with")
 	clients := fs.Int("clients", 1000, "WebSocket clients to connect")
-	rate := fs.Int("rate", 1000, "latency: events per second")
-	seconds := fs.Int("seconds", 10, "latency: how long to post")
+	rate := fs.Int("rate", 1000, "latency, faults: events per second")
+	seconds := fs.Int("seconds", 10, "latency, faults: how long to post")
 	pid := fs.Int("pid", 0, "idle, many: the server's process id, to read its memory")
 	warm := fs.Int("warm", 2000, "idle: clients connected before the measured ones")
 	pingWait := fs.Duration("ping-wait", 75*time.Second, "idle, many: how long to wait for every client's first ping (the server pings every 30 s)")
@@ -56,8 +60,21 @@ func main() {
 	first := fs.Int("first", 0, "many-part: the index of its first client among all of many's")
 	rounds := fs.Int("rounds", 5, "fanout, rawfanout, wsfanout: events to time, one at a time")
 	control := fs.String("control", "127.0.0.1:18382", "rawserve, wsserve: address whose POSTs trigger a message; rawfanout, wsfanout: its URL")
-	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing)")
+	dbPath := fs.String("db", "", "ingestfloor: the SQLite file (made if missing) or a postgres:// URL; faults: the instances' database, to count what they stored")
 	quiet := fs.Duration("quiet", 3*time.Second, "hold: stop once no notification came for this long (after the first)")
+	perchWriter := fs.Bool("perch-writer", false, "ingestfloor on PostgreSQL: store through Perch's store and writer, as the SQLite floor does, rather than a bare group commit (to tell their costs apart)")
+	listenBase := fs.String("listen-base", "", "latency: the instance the clients connect to (default -base, where events are posted)")
+	name := fs.String("name", "faults", "faults: the scenario's name, in its report")
+	bases := fs.String("bases", "", "faults: the instances' base URLs, comma-separated")
+	faultUsers := fs.Int("users", 6, "faults: users, each with its own webhook token")
+	perUser := fs.Int("per-user", 3, "faults: WebSocket clients per user, spread over the instances")
+	faultSenders := fs.Int("senders", 16, "faults: concurrent senders")
+	retryFor := fs.Duration("retry-for", 20*time.Second, "faults: how long after the load unacknowledged events are still sent again")
+	settle := fs.Duration("settle", 20*time.Second, "faults: how long after the load the clients get to receive every acknowledged event")
+	bad := fs.Bool("bad", false, "faults: misbehaving clients beside the good ones (never reading, sending garbage, churning)")
+	started := fs.String("started", "", "faults: a file to make when the load starts")
+	postTo := fs.Int("post-to", 0, "faults: post to the first n instances only (0: all); the others' clients learn of events only through the store and wake-ups")
+	padding := fs.Int("padding", 0, "faults: bytes of message each event carries beyond its name (at most 3900)")
 	fs.Parse(os.Args[2:])
 
 	var err error
@@ -67,9 +84,9 @@ func main() {
 			w.Write([]byte(`{"received":true}`))
 		}))
 	case "ingestfloor":
-		err = ingestFloor(*addr, *dbPath)
+		err = ingestFloor(*addr, *dbPath, *perchWriter)
 	case "latency":
-		err = latency(*base, *clients, *rate, time.Duration(*seconds)*time.Second)
+		err = latency(*base, cmp.Or(*listenBase, *base), *clients, *rate, time.Duration(*seconds)*time.Second)
 	case "fanout":
 		err = fanout(*base, *token, *webhook, *clients, *rounds)
 	case "idle":
@@ -88,6 +105,10 @@ func main() {
 		err = wsServe(*addr, *control)
 	case "wsfanout":
 		err = wsFanout(*base, *control, *clients, *rounds)
+	case "faults":
+		err = faults(faultConfig{name: *name, bases: strings.Split(*bases, ","), dsn: *dbPath, users: *faultUsers, perUser: *perUser,
+			rate: *rate, load: time.Duration(*seconds) * time.Second, senders: *faultSenders, retryFor: *retryFor, settle: *settle,
+			bad: *bad, started: *started, padding: *padding, postTo: *postTo})
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -188,10 +209,12 @@ func users(base string, n int) ([]user, error) {
 
 // latency connects one client for each of n users and posts at a steady
 // rate, each event to one user in turn, measuring from just before the POST
-// to the frame's arrival at that user's client. The first n events are each
+// to the frame's arrival at that user's client. Events are posted to base
+// and the clients connect to listen: the same instance, or another one of
+// the cluster, which has to learn of each event through the shared store. The first n events are each
 // user's first, whose webhook token the server has not yet cached: their
 // latencies are also reported apart from the rest's.
-func latency(base string, n, rate int, d time.Duration) error {
+func latency(base, listen string, n, rate int, d time.Duration) error {
 	accounts, err := users(base, n)
 	if err != nil {
 		return err
@@ -202,7 +225,7 @@ func latency(base string, n, rate int, d time.Duration) error {
 		first bool // the user's first event
 	}
 	sent := map[string]event{}
-	var lat, first []time.Duration
+	var lat, first, later []time.Duration
 	onFrame := func(frame []byte, at time.Time) {
 		title, _ := member(frame, "title")
 		mu.Lock()
@@ -211,6 +234,8 @@ func latency(base string, n, rate int, d time.Duration) error {
 			lat = append(lat, at.Sub(e.at))
 			if e.first {
 				first = append(first, at.Sub(e.at))
+			} else {
+				later = append(later, at.Sub(e.at))
 			}
 		}
 	}
@@ -219,10 +244,14 @@ func latency(base string, n, rate int, d time.Duration) error {
 		return err
 	}
 	defer ws.close()
-	if err := connectAll(ws, base, n, func(i int) string { return accounts[i].access }); err != nil {
+	if err := connectAll(ws, listen, n, func(i int) string { return accounts[i].access }); err != nil {
 		return err
 	}
-	fmt.Printf("connected %d clients, one per user\n", n)
+	if listen != base {
+		fmt.Printf("connected %d clients, one per user, to %s; posting to %s\n", n, listen, base)
+	} else {
+		fmt.Printf("connected %d clients, one per user\n", n)
+	}
 	total := rate * int(d/time.Second)
 	interval := time.Second / time.Duration(rate)
 	var wg sync.WaitGroup
@@ -260,10 +289,14 @@ func latency(base string, n, rate int, d time.Duration) error {
 	}
 	slices.Sort(lat)
 	slices.Sort(first)
+	slices.Sort(later)
 	fmt.Printf("posted %d events in %s (%.0f/s), %d errors; frames %d of %d\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), errs.Load(), len(lat), total)
 	fmt.Printf("POST-to-frame latency: p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n", quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), ms(lat[len(lat)-1]))
 	if len(first) > 0 {
 		fmt.Printf("each user's first event (%d, its webhook token not yet cached): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", len(first), quantile(first, 0.50), quantile(first, 0.99), ms(first[len(first)-1]))
+	}
+	if len(later) > 0 {
+		fmt.Printf("the other events (%d): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", len(later), quantile(later, 0.50), quantile(later, 0.99), ms(later[len(later)-1]))
 	}
 	return nil
 }
