@@ -14,6 +14,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/fanout"
+	"github.com/perch-dev/perch/internal/feed"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -123,18 +124,18 @@ func (f *slow) Publish(ctx context.Context, m perch.FanoutMessage) error {
 	return f.Fanout.Publish(ctx, m)
 }
 
-// Several instances (writers of their own, on one PostgreSQL database)
-// publish in id order, so a client that has seen id n is never sent a
-// smaller one afterwards.
-func TestInstancesPublishInIDOrder(t *testing.T) {
+// Several instances (writers of their own, on one PostgreSQL database,
+// their notifications read back as a log by every instance's feed) deliver
+// in id order with nothing missed: ids become visible in the order they are
+// given, so a reader that has seen id n never later finds a smaller one,
+// however the commits and the reads interleave.
+func TestInstancesDeliverInIDOrder(t *testing.T) {
 	dsn := storetest.DSN(t, store.Postgres)
-	local := fanout.NewLocal()
-	got, _ := subscribe(t, local)
-	// Publishing takes a while, as a network round trip does: any window
-	// between commit and publish shows up as reordering.
-	f := &slow{Fanout: local}
+	// Wake-ups take a while, as a network round trip does.
+	transport := &slow{Fanout: fanout.NewLocal()}
 	const instances, writes = 3, 200
-	var wg sync.WaitGroup
+	var stores []*store.Store
+	var subs []<-chan perch.FanoutMessage
 	for i := range instances {
 		s, err := store.Open(context.Background(), dsn)
 		if err != nil {
@@ -146,8 +147,18 @@ func TestInstancesPublishInIDOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		stores = append(stores, s)
+	}
+	feeds := make([]*feed.Feed, instances)
+	for i, s := range stores {
+		feeds[i] = feed.New(s, transport, time.Millisecond, quiet) // reading all the time, to meet commits half way
+		got, _ := subscribe(t, feeds[i])
+		subs = append(subs, got)
+	}
+	var wg sync.WaitGroup
+	for i, s := range stores {
 		wg.Go(func() {
-			w := start(t, s, f)
+			w := start(t, s, feeds[i])
 			var inner sync.WaitGroup
 			for j := range writes {
 				inner.Go(func() {
@@ -160,13 +171,15 @@ func TestInstancesPublishInIDOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var last int64
-	for range instances * writes {
-		m := next(t, got)
-		id, _ := store.ParseNotificationID(m.Notification.ID)
-		if id <= last {
-			t.Fatalf("id %d published after %d", id, last)
+	for i, got := range subs {
+		var last int64
+		for range instances * writes {
+			m := next(t, got)
+			id, _ := store.ParseNotificationID(m.Notification.ID)
+			if id <= last {
+				t.Fatalf("instance %d: id %d delivered after %d", i, id, last)
+			}
+			last = id
 		}
-		last = id
 	}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -95,9 +94,10 @@ func (s *Store) statementRows(left int) int {
 }
 
 // notificationsLock is the PostgreSQL advisory lock that serializes
-// notification inserts, and their announcement, across instances: ids become
-// visible in order (a reader that has seen id n never later finds a smaller
-// one) and are announced in that order too.
+// notification inserts across instances: taken inside the inserting
+// transaction and held until it commits, it makes ids commit, and so become
+// visible, in the order they are given (a reader that has seen id n never
+// later finds a smaller one).
 const notificationsLock = 7_310_001
 
 // notificationIDs is, on SQLite, the id the next notification gets. The
@@ -115,13 +115,13 @@ type notificationIDs struct {
 
 // InsertNotifications stores a batch in one transaction, in order, and
 // returns one Stored per input. Ids increase in commit order across every
-// writer, which is what lets ?since= replay without gaps.
+// writer, and become visible in that order (on PostgreSQL under the order
+// lock, notificationsLock), which is what lets ?since= replay, and every
+// instance's reader of the log (internal/feed), go without gaps.
 //
-// announce, when not nil, is called with the result after the commit, while
-// no other writer can commit: on PostgreSQL the order lock is held across
-// instances until it returns. Fan-out published from announce therefore
-// reaches every instance in id order, so a client that has seen id n is
-// never sent a smaller one later. announce should be quick.
+// announce, when not nil, is called with the result after the commit, by
+// the one goroutine that writes (the ingest writer), so in commit order;
+// announce should be quick.
 //
 // How the batch went counts in WriteHealth; an outage fails it with a
 // perch.EUNAVAILABLE error.
@@ -129,6 +129,16 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	defer func() { err = s.wrote(ctx, err) }()
 	now := s.now()
 	out := make([]Stored, len(batch))
+	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
+	if s.dialect == Postgres && !hasJobs {
+		if err := s.insertPipelined(ctx, batch, out, now); err != nil {
+			return nil, err
+		}
+		if announce != nil {
+			announce(out)
+		}
+		return out, nil
+	}
 	// Statements are prepared before the transaction: on SQLite the
 	// transaction holds the only writer connection, which preparing would
 	// wait for.
@@ -142,7 +152,6 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		stmts = append(stmts, st)
 		start += n
 	}
-	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
 	// insert runs the statements in tx, or, with tx nil, on the writer
 	// itself (on SQLite, a batch of one statement and no jobs: see
 	// insertSQLite); on SQLite the rows take the ids from next on.
@@ -175,14 +184,18 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		}
 		return nil
 	}
-	if s.dialect == Postgres {
-		err := s.orderedPG(ctx, func(tx *sql.Tx) error { return insert(tx, 0) }, func() {
-			if announce != nil {
-				announce(out)
+	if s.dialect == Postgres { // a batch with jobs to queue beside it
+		err := inTx(ctx, s.w, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
+				return err
 			}
+			return insert(tx, 0)
 		})
 		if err != nil {
 			return nil, err
+		}
+		if announce != nil {
+			announce(out)
 		}
 		return out, nil
 	}
@@ -252,34 +265,6 @@ func (s *Store) insertSQLite(ctx context.Context, rows int, alone bool, insert f
 func isPrimaryKeyClash(err error) bool {
 	e, ok := errors.AsType[*sqlite.Error](err)
 	return ok && e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-}
-
-// orderedPG runs insert in a transaction and then announce, under the
-// session-level order lock on a connection of its own.
-func (s *Store) orderedPG(ctx context.Context, insert func(*sql.Tx) error, announce func()) (err error) {
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, notificationsLock); err != nil {
-		return err
-	}
-	defer func() {
-		if _, uerr := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, notificationsLock); uerr != nil {
-			// A connection that may still hold the lock must not go back to
-			// the pool: closing it releases the lock.
-			conn.Raw(func(any) error { return driver.ErrBadConn })
-			if err == nil {
-				err = uerr
-			}
-		}
-	}()
-	if err := inTx(ctx, conn, insert); err != nil {
-		return err
-	}
-	announce()
-	return nil
 }
 
 // insertWithIDs inserts one statement's worth of rows on SQLite, the first
@@ -378,8 +363,7 @@ func (s *Store) insertReturning(ctx context.Context, q querier, insert *sql.Stmt
 	if err != nil {
 		return err
 	}
-	var ids []int64
-	inserted := map[string]bool{}
+	var r returned
 	for rows.Next() {
 		var id int64
 		var key sql.NullString
@@ -387,10 +371,7 @@ func (s *Store) insertReturning(ctx context.Context, q querier, insert *sql.Stmt
 			rows.Close()
 			return err
 		}
-		ids = append(ids, id)
-		if key.Valid {
-			inserted[key.String] = true
-		}
+		r.add(id, key)
 	}
 	if err := rows.Close(); err != nil {
 		return err
@@ -398,6 +379,30 @@ func (s *Store) insertReturning(ctx context.Context, q querier, insert *sql.Stmt
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	return s.pairReturned(ctx, q, r, now, chunk, out)
+}
+
+// returned is what an insert of PostgreSQL answered: the ids and keys of
+// the rows that went in.
+type returned struct {
+	ids      []int64
+	inserted map[string]bool
+}
+
+func (r *returned) add(id int64, key sql.NullString) {
+	r.ids = append(r.ids, id)
+	if key.Valid {
+		if r.inserted == nil {
+			r.inserted = map[string]bool{}
+		}
+		r.inserted[key.String] = true
+	}
+}
+
+// pairReturned fills out for chunk from what its insert answered; a row
+// whose key was stored before is the duplicate of that row, read with q.
+func (s *Store) pairReturned(ctx context.Context, q querier, r returned, now time.Time, chunk []NewNotification, out []Stored) error {
+	ids, inserted := r.ids, r.inserted
 	slices.Sort(ids)
 	next := 0
 	for i, nn := range chunk {
