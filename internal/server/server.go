@@ -163,6 +163,7 @@ type Server struct {
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
 	runs    *runRecorder                // workflow runs and stats, written in batches
+	touches *tokenTouches               // webhook tokens' last use, written in batches
 	wake    chan struct{}               // wakes the workflow worker (wakeWorker)
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
@@ -220,6 +221,7 @@ func New(o Options) *Server {
 		tokens:  newTokenCache(),
 		flows:   newFlows(),
 		runs:    newRunRecorder(o.Store, o.Logger),
+		touches: newTokenTouches(o.Store, o.Logger),
 		wake:    make(chan struct{}, 1),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
@@ -293,7 +295,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}
 	done := make(chan struct{})
-	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); close(done) }()
+	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); s.touches.wait(); close(done) }()
 	// The event loop ends last, closing what connections are left.
 	defer s.stopWSPoller()
 	select {

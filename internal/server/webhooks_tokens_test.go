@@ -243,6 +243,7 @@ func TestWebhookTokenLastUsedAt(t *testing.T) {
 		idle, _ := a.whToken(ada, "inbound", "user", "")
 		a.clock.Advance(10 * time.Minute) // within the access token's life
 		a.whOK("/webhooks/inbound", raw, `{"title":"x"}`)
+		a.srv.touches.wait() // uses are written in the background
 		for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List() {
 			switch tok["id"] {
 			case idle:
@@ -259,6 +260,7 @@ func TestWebhookTokenLastUsedAt(t *testing.T) {
 		}
 		// Use is recorded at most once a minute.
 		lastUsed := func() string {
+			a.srv.touches.wait()
 			for _, tok := range expect(t, a.call("GET", "/api/v1/webhook-tokens", ada.Access, nil), 200).List() {
 				if tok["id"] == used {
 					v, _ := tok["last_used_at"].(string)

@@ -90,10 +90,16 @@ func (s *Store) WebhookTokenByHash(ctx context.Context, hash string) (*perch.Web
 	return t, err
 }
 
-// TouchWebhookToken records a use, at most once per interval.
-func (s *Store) TouchWebhookToken(ctx context.Context, id string, interval time.Duration) error {
-	now := s.now()
-	_, err := s.w.ExecContext(ctx, s.q(`UPDATE webhook_tokens SET last_used_at = ?
-		WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`), ms(now), id, ms(now.Add(-interval)))
-	return err
+// TouchWebhookTokens records when tokens were used (token id → when), in
+// one transaction; a token's use is written at most once per interval.
+func (s *Store) TouchWebhookTokens(ctx context.Context, uses map[string]time.Time, interval time.Duration) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for id, at := range uses {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE webhook_tokens SET last_used_at = ?
+				WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`), ms(at), id, ms(at.Add(-interval))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
