@@ -2,7 +2,7 @@ package perch
 
 import "time"
 
-// Payment providers (DESIGN.md §10): payments-a is Stripe, payments-b
+// Payment providers (docs/DESIGN.md, Billing): payments-a is Stripe, payments-b
 // Paddle Billing.
 const (
 	BillingStripe = "stripe"

@@ -7,7 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// TLS modes of the e-mail settings (DESIGN.md §12).
+// TLS modes of the e-mail settings (docs/DESIGN.md, Mail: sending, the outbox
+// and the settings).
 const (
 	MailTLSNone     = "none"     // plain SMTP, never upgraded
 	MailTLSStartTLS = "starttls" // STARTTLS, required

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Error codes. They are the wire values of DESIGN.md §2 and survive the HTTP
+// Error codes. They are the wire values of the error shape and survive the HTTP
 // round trip: the server maps each to a status, and the client maps the status
 // body back to the same code.
 const (
@@ -30,7 +30,7 @@ const (
 	// caller (workflows, marketplace): 403, with a message naming the flag.
 	EFEATUREDISABLED = "feature_disabled"
 
-	// Billing's own codes (DESIGN.md §10).
+	// Billing's own codes (docs/DESIGN.md, Billing).
 	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: checkout of the plan the organisation pays for
 	EBILLINGUNAVAILABLE = "billing_unavailable" // 503: billing is off, or the payment provider did not answer
 )

@@ -47,7 +47,8 @@ const (
 	SourceMonitor   = "monitoring"
 )
 
-// Default tabs of DESIGN.md §5.
+// Default tabs: each sender's notifications go to its own; inbound uses the
+// tab the delivery names, or Inbound.
 const (
 	TabIncidents  = "Incidents"
 	TabCode       = "Code"

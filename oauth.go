@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// Sign-in providers (DESIGN.md §13): oauth-a is GitHub, oauth-b is Google,
-// through OpenID Connect. The name is the one in paths, the identities
-// list and the audit log.
+// Sign-in providers (docs/DESIGN.md, Single sign-on): oauth-a is GitHub,
+// oauth-b is Google, through OpenID Connect. The name is the one in paths,
+// the identities list and the audit log.
 const (
 	ProviderGitHub = "github"
 	ProviderGoogle = "google"

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Paging of admin lists (DESIGN.md §12): ?cursor=&limit=, answered as
+// Paging of admin lists: ?cursor=&limit= (default 50, at most 200), answered as
 // {data: [...], next_cursor}.
 const (
 	DefaultPageLimit = 50

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// Region is one deployment of Perch with its own database (DESIGN.md §15):
-// data stays in its region, and nothing is looked up across regions.
+// Region is one deployment of Perch with its own database (docs/DESIGN.md,
+// Regions): data stays in its region, and nothing is looked up across
+// regions.
 type Region struct {
 	Name    string `json:"name"`    // e.g. "us", "eu"
 	URL     string `json:"url"`     // its public address

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// SAML single sign-on per organisation (DESIGN.md §13).
+// SAML single sign-on per organisation (docs/DESIGN.md, SAML).
 
 // SAMLClockSkew is how far a SAML response's validity window is stretched
 // on either side for clocks that disagree.

@@ -77,7 +77,7 @@ type Session struct {
 	ExpiresAt    time.Time `json:"-"` // of the access token
 }
 
-// Token lifetimes of DESIGN.md §4.
+// Token lifetimes (docs/DESIGN.md, Sessions and passwords).
 const (
 	AccessTokenTTL  = 15 * time.Minute
 	RefreshTokenTTL = 30 * 24 * time.Hour

@@ -51,8 +51,9 @@ type Org struct {
 	PendingInvitations int `json:"pending_invitations"` // each holds a seat until it ends
 	MaxSeats           int `json:"max_seats"`           // the plan's cap on both together
 
-	// Subscription is the organisation's billing state (DESIGN.md §10): its
-	// plan and status again, with the paid period and the provider.
+	// Subscription is the organisation's billing state (docs/DESIGN.md,
+	// Billing): its plan and status again, with the paid period and the
+	// provider.
 	Subscription *Subscription `json:"subscription"`
 }
 
@@ -85,7 +86,8 @@ type NewUser struct {
 	Password string
 }
 
-// Password rules of DESIGN.md §4.
+// Password rules: 10 to 128 characters, not the e-mail address, not one
+// repeated character.
 const (
 	MinPasswordLen = 10
 	MaxPasswordLen = 128

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// Workflow is an organisation's rule over its notifications (DESIGN.md
-// §11): when Condition (CEL; empty is always) holds for a notification
-// accepted for the organisation's audience, Steps run in order, before the
-// notification is stored and pushed.
+// Workflow is an organisation's rule over its notifications (docs/DESIGN.md,
+// Workflows and the marketplace): when Condition (CEL; empty is always)
+// holds for a notification accepted for the organisation's audience, Steps
+// run in order, before the notification is stored and pushed.
 type Workflow struct {
 	ID          string          `json:"id"`
 	OrgID       string          `json:"-"`

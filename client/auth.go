@@ -145,7 +145,7 @@ func (c *Client) refreshWith(ctx context.Context, used string) (access, rotated 
 	return s.AccessToken, s.RefreshToken, err
 }
 
-// Regions lists the server's regions (DESIGN.md §15), the server's own
+// Regions lists the server's regions (docs/DESIGN.md, Regions), the server's own
 // marked current. It needs no sign-in.
 func (c *Client) Regions(ctx context.Context) ([]perch.Region, error) {
 	var rs []perch.Region

@@ -12,7 +12,7 @@ import (
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 64 << 10
 
-// errorBody is the one error shape of DESIGN.md §2.
+// errorBody is the one error shape: {"error": {code, message, fields}}.
 type errorBody struct {
 	Error *struct {
 		Code    string            `json:"code"`

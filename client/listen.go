@@ -223,7 +223,8 @@ func (s *stream) read(ctx context.Context, conn *websocket.Conn) error {
 	}
 }
 
-// frame is a message of DESIGN.md §7, decoded in one pass whatever its type:
+// frame is a WebSocket message (notification, ready or read), decoded in one
+// pass whatever its type:
 // data holds the members of every kind, which do not clash.
 type frame struct {
 	Type string `json:"type"`

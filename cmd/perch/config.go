@@ -21,7 +21,8 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// config is the server's configuration (DESIGN.md §3).
+// config is the server's configuration: flags over PERCH_* variables over
+// defaults (docs/DESIGN.md, Configuration).
 type config struct {
 	Listen             string
 	MetricsListen      string

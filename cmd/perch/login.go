@@ -24,7 +24,7 @@ import (
 
 // login signs in to a server and stores the sign-in, which becomes the
 // default: with --token, an API token the server vouches for; otherwise
-// the desktop sign-in through the browser (DESIGN.md, "Desktop sign-in").
+// the desktop sign-in through the browser (docs/DESIGN.md, "Desktop sign-in").
 func (c *cli) login(ctx context.Context, args []string) error {
 	fs := c.flags("login", "perch login [--server URL] [--region NAME] [--token pat_…] [--no-browser]")
 	serverFlag := fs.String("server", "", "server URL, e.g. https://perch.example.com (default: PERCH_SERVER, then the server of the default sign-in)")

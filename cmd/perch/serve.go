@@ -99,7 +99,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// fresh from the operating system, its pages never become resident. The
 	// heap may then grow gcHeadroom past twice its live size between
 	// collections, where ingest's live heap of a few MB would otherwise be
-	// collected many times a second (docs/DESIGN.md, "GC headroom"). The
+	// collected many times a second (docs/perf.md, "GC headroom"). The
 	// few MB more RSS at start is garbage the larger goal lets wait.
 	headroom := make([]byte, gcHeadroom/2)
 	defer runtime.KeepAlive(headroom)

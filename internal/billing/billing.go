@@ -1,8 +1,8 @@
 // Package billing talks to the payment providers Perch sends people to
-// (DESIGN.md §10): Stripe (payments-a) through stripe-go, and Paddle Billing
-// (payments-b) over plain HTTP. It opens hosted checkouts and customer
-// portals; what the providers later say about subscriptions arrives at the
-// webhook receivers, not here.
+// (docs/DESIGN.md, Billing): Stripe (payments-a) through stripe-go, and
+// Paddle Billing (payments-b) over plain HTTP. It opens hosted checkouts
+// and customer portals; what the providers later say about subscriptions
+// arrives at the webhook receivers, not here.
 package billing
 
 import (

@@ -211,7 +211,7 @@ func remove(m map[string]set, key string, c *Client) {
 	}
 }
 
-// wire is a server-to-client frame of DESIGN.md §7.
+// wire is a server-to-client WebSocket frame: {"type": ..., "data": ...}.
 type wire struct {
 	Type string `json:"type"`
 	Data any    `json:"data"`

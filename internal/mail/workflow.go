@@ -2,8 +2,7 @@ package mail
 
 import "strings"
 
-// WorkflowKind is the kind of the mail a workflow's email step sends
-// (DESIGN.md §11).
+// WorkflowKind is the kind of the mail a workflow's email step sends.
 const WorkflowKind = "workflow"
 
 // WorkflowNotification is a notification a workflow mails to one member:

@@ -1,7 +1,8 @@
 // Package netguard keeps every outbound call to a URL someone else chose (a
 // workflow's forward step, an identity provider's metadata URL) from
 // reaching into the network Perch runs in: the host itself, private
-// networks and the clouds' metadata services (DESIGN.md §11, §13). It also
+// networks and the clouds' metadata services (docs/DESIGN.md, Workflows and
+// the marketplace, and SAML). It also
 // signs what is forwarded, so that receivers can tell Perch's requests from
 // anyone else's.
 package netguard

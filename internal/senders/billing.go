@@ -11,7 +11,7 @@ import (
 )
 
 // What the payment providers' parsers (stripe.go, paddle.go) share: the
-// limits on the ids they take and the times they read (DESIGN.md §10).
+// limits on the ids they take and the times they read (docs/DESIGN.md, Billing).
 
 // maxBillingID is the longest id, in bytes, Perch keeps from a payment
 // provider. Real ids are a few dozen bytes; anything longer is not one.

@@ -17,7 +17,7 @@ import (
 const (
 	maxSignatureHeader = 2048
 	maxSignatures      = 8
-	// defaultSignatureTolerance is DESIGN.md §10's window, used when the
+	// defaultSignatureTolerance is the payment providers' window, used when the
 	// caller gives none.
 	defaultSignatureTolerance = 5 * time.Minute
 )

@@ -69,7 +69,7 @@ func TestSharedFixtures(t *testing.T) {
 	}
 }
 
-// parserFor returns the parser behind a receiver path of DESIGN.md §1.
+// parserFor returns the parser behind a receiver path (spec name or alias).
 func parserFor(path string) (func(http.Header, []byte) (Result, error), bool) {
 	switch path {
 	case "/webhooks/incidents", "/webhooks/pagerduty":

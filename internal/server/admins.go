@@ -7,7 +7,7 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-// Who is a platform admin (DESIGN.md, "Who is verified, who is admin"):
+// Who is a platform admin (docs/DESIGN.md, "Who is verified, who is admin"):
 // an account granted the role in the store (perch admin grant, or another
 // platform admin), or one whose address is listed in PERCH_ADMIN_EMAILS and
 // whose mailbox is proven by a round trip of Perch's own. What an identity

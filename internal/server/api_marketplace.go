@@ -8,7 +8,8 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// The marketplace (DESIGN.md §11): every organisation's published
+// The marketplace (docs/DESIGN.md, Workflows and the marketplace): every
+// organisation's published
 // workflows, as their authors published them, for any signed-in user to
 // install (a copy linked to its source, updated by installing again) or
 // fork (an independent copy). A listing never shows a forward step's URL

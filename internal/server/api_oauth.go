@@ -15,7 +15,8 @@ import (
 	"github.com/perch-dev/perch/internal/auth"
 )
 
-// Sign-in with GitHub (oauth-a) and Google (oauth-b), DESIGN.md §13.
+// Sign-in with GitHub (oauth-a) and Google (oauth-b) (docs/DESIGN.md, GitHub
+// and Google).
 //
 // The start sends the browser to the provider with a random state, a PKCE
 // S256 challenge and, for Google, an OpenID nonce. The flow (verifier,

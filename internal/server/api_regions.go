@@ -7,8 +7,8 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-// listRegions answers the deployments a person may sign in to (DESIGN.md
-// §15), this one marked current. Without a list it is this one alone.
+// listRegions answers the deployments a person may sign in to (docs/DESIGN.md,
+// Regions), this one marked current. Without a list it is this one alone.
 func (s *Server) listRegions(w http.ResponseWriter, _ *http.Request) error {
 	regions := s.opts.Regions
 	if len(regions) == 0 {

@@ -17,7 +17,8 @@ import (
 	"github.com/perch-dev/perch/internal/workflow"
 )
 
-// The organisation's workflows (DESIGN.md §11): members read them, their
+// The organisation's workflows (docs/DESIGN.md, Workflows and the
+// marketplace): members read them, their
 // runs, and try them; owners and admins change them. The marketplace's side
 // (install, fork of a listing, publish, the listing) is api_marketplace.go.
 // Every change is followed by s.workflowsChanged, so that every instance

@@ -57,8 +57,8 @@ func postInParallel(b *testing.B, a *api, tok, body string) {
 
 // BenchmarkIngestWorkflows is BenchmarkInboundIngest for an organisation
 // with no workflow and with ten enabled ones (one matching each event, as
-// in BenchmarkTenWorkflows of internal/workflow), in one run: DESIGN.md §11
-// wants ten to keep 80% or more of the throughput of none.
+// in BenchmarkTenWorkflows of internal/workflow), in one run: ten should keep
+// 80% or more of the throughput of none (docs/perf.md, Workflows cost).
 func BenchmarkIngestWorkflows(b *testing.B) {
 	for _, n := range []int{0, 10} {
 		b.Run(fmt.Sprintf("workflows=%d", n), func(b *testing.B) {

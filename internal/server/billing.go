@@ -9,8 +9,8 @@ import (
 	"github.com/perch-dev/perch/internal/billing"
 )
 
-// Billing (DESIGN.md §10): checkout and the customer portal at the payment
-// provider; the provider's webhooks are in billing_webhooks.go.
+// Billing (docs/DESIGN.md, Billing): checkout and the customer portal at the
+// payment provider; the provider's webhooks are in billing_webhooks.go.
 
 // billingPage is the dashboard's billing page, where the provider sends
 // people back.

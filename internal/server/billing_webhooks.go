@@ -12,10 +12,11 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// The payment receivers (DESIGN.md §10): Stripe at /webhooks/payments-a,
-// Paddle at /webhooks/payments-b. They authenticate by the provider's
-// signature, apply each event once and in order to the organisation's
-// subscription, and tell the owners and admins what they must act on.
+// The payment receivers (docs/DESIGN.md, Billing): Stripe at
+// /webhooks/payments-a, Paddle at /webhooks/payments-b. They authenticate
+// by the provider's signature, apply each event once and in order to the
+// organisation's subscription, and tell the owners and admins what they
+// must act on.
 
 // signatureTolerance is how far a signature's time may be from now.
 const signatureTolerance = 5 * time.Minute

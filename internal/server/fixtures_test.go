@@ -11,7 +11,7 @@ import (
 	"github.com/perch-dev/perch/internal/testenv"
 )
 
-// whSenderOf maps a receiver path of DESIGN.md §1 to the sender its webhook
+// whSenderOf maps a receiver path (spec name or alias) to the sender its webhook
 // tokens are made for.
 func whSenderOf(path string) (string, bool) {
 	switch path {

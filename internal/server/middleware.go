@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Body limits of DESIGN.md §2: 1 MiB, and 5 MiB for the code host, whose
+// Body limits: 1 MiB, and 5 MiB for the code host, whose
 // push events can be large.
 const (
 	defaultBodyLimit  = 1 << 20

@@ -24,7 +24,7 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 	})
 }
 
-// errorBody is the one error shape of DESIGN.md §2.
+// errorBody is the one error shape: {"error": {code, message, fields}}.
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }
@@ -120,7 +120,7 @@ func respondPage(w http.ResponseWriter, items any, next string) error {
 	return nil
 }
 
-// pageOf reads ?cursor= and ?limit= (DESIGN.md §12).
+// pageOf reads ?cursor= and ?limit= (default 50, at most 200).
 func pageOf(r *http.Request) (perch.Page, error) {
 	q := r.URL.Query()
 	return perch.ParsePage(q.Get("cursor"), q.Get("limit"))

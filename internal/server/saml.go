@@ -28,7 +28,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// SAML single sign-on, the service provider's side (DESIGN.md §13): the
+// SAML single sign-on, the service provider's side (docs/DESIGN.md, SAML): the
 // metadata an identity provider reads, the start of a sign-in, and the
 // assertion consumer service that ends it in a dashboard session. The
 // settings are in saml_config.go, Perch's own checks of a response in
@@ -400,7 +400,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 }
 
 // samlBindingCookie holds the secret that binds a sign-in started at Perch
-// to the browser that started it (DESIGN.md §13): without it, a response
+// to the browser that started it (docs/DESIGN.md, SAML): without it, a response
 // to a sign-in someone started in their own browser, posted from another
 // person's browser by a page they visit, would sign that person in to the
 // first one's account (login CSRF). Only its hash is stored, with the

@@ -15,7 +15,7 @@ import (
 )
 
 // Perch reads every SAML response itself before the library does
-// (DESIGN.md §13; advisory GO-2026-6909): it takes the one assertion the
+// (docs/DESIGN.md, SAML; advisory GO-2026-6909): it takes the one assertion the
 // response may carry, has goxmldsig verify the signatures over it, and
 // reads every value it uses from what the signature covers, as the
 // verifier hands it back, after checking that the same value stands in

@@ -13,7 +13,7 @@ import (
 )
 
 // Limits of a SAML response, which anyone may post to the ACS without
-// signing in (DESIGN.md §13: the ACS bounds its work before any full
+// signing in (docs/DESIGN.md, SAML: the ACS bounds its work before any full
 // parse). Parsing a document into a tree, checking that it reads back the
 // same and canonicalising it for its signatures all cost in proportion to
 // its elements, so a body of 150,000 empty elements took seconds of CPU

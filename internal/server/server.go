@@ -1,7 +1,7 @@
 // Package server is Perch's HTTP edge: the JSON API under /api/v1, the
 // webhook receivers, the WebSocket and the operational endpoints. Every
 // route is listed in routes.go; handlers return errors and one writer turns
-// them into the error shape of DESIGN.md §2. The dashboard (internal/web) is
+// them into the one error shape. The dashboard (internal/web) is
 // composed beside it by WithPages and calls it in-process through API.
 package server
 
@@ -114,8 +114,8 @@ type Options struct {
 	PricePlans map[string]string
 
 	// GitHub and Google are the apps of sign-in with those providers
-	// (DESIGN.md §13); a provider without a client id and secret is not
-	// offered, and its routes answer 404.
+	// (docs/DESIGN.md, GitHub and Google); a provider without a client id
+	// and secret is not offered, and its routes answer 404.
 	GitHub GitHubApp
 	Google GoogleApp
 	// LookupTXT looks up the DNS TXT records of a name, for the

@@ -9,7 +9,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// Who an organisation's identity provider may speak for (DESIGN.md,
+// Who an organisation's identity provider may speak for (docs/DESIGN.md,
 // "Who is verified, who is admin"): its SAML sign-ins and just-in-time
 // accounts, and the break-glass rule of enforced single sign-on.
 

@@ -12,7 +12,7 @@ import (
 // starter changed here reaches the marketplace as a new version, and copies
 // installed from it see update_available.
 //
-// Their conditions read the payloads the receivers take (DESIGN.md §6):
+// Their conditions read the payloads the receivers take:
 // PagerDuty's V3 {"event": {"data": {...}}} and V2 {"messages": [...]},
 // GitHub's push body, Datadog's default or custom payload. Every member is
 // guarded with has(), since a sender's payload may lack any of them, and a

@@ -27,7 +27,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// WebSocket settings of DESIGN.md §7.
+// WebSocket settings (docs/DESIGN.md, The WebSocket protocol).
 const (
 	wsQueue          = 4096 // frames a client may fall behind before it is cut off
 	wsPingEvery      = 30 * time.Second

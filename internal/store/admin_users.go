@@ -34,9 +34,9 @@ func scanAdminUser(row interface{ Scan(...any) error }) (*perch.AdminUser, error
 
 // Users answers one page of every user, newest first: those whose e-mail
 // address or name holds q without regard to case (letters outside ASCII in
-// names: see docs/DESIGN.md), or whose id is q; everyone when q is "". The
-// second result is the cursor of the next page, "" after the last. A
-// cursor this store did not answer is EBADREQUEST.
+// names: see docs/DESIGN.md, Users and organisations), or whose id is q;
+// everyone when q is "". The second result is the cursor of the next page,
+// "" after the last. A cursor this store did not answer is EBADREQUEST.
 func (s *Store) Users(ctx context.Context, q string, page perch.Page) ([]*perch.AdminUser, string, error) {
 	var where []string
 	var args []any

@@ -13,7 +13,8 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-// The marketplace (DESIGN.md §11) reads across organisations, but only the
+// The marketplace (docs/DESIGN.md, Workflows and the marketplace) reads
+// across organisations, but only the
 // snapshot a workflow's author published: the published_* columns.
 
 // Listing is a published workflow as the marketplace shows it.

@@ -9,7 +9,8 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-// Workflows (DESIGN.md §11) are kept one row each, their steps as the JSON
+// Workflows (docs/DESIGN.md, Workflows and the marketplace) are kept one row
+// each, their steps as the JSON
 // of []perch.Step. Every query names the organisation: another
 // organisation's workflow is ENOTFOUND, as if it did not exist. The
 // marketplace (marketplace.go) is the one place that reads across

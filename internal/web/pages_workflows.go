@@ -14,7 +14,7 @@ import (
 
 // The Workflows pages (/org/workflows…): the organisation's workflows with
 // their switches and counts, the editor with "Try it", and each workflow's
-// runs. Every read and change goes through the API (DESIGN.md §11), which
+// runs. Every read and change goes through the API, which
 // decides who may do what: members read, owners and admins change.
 
 // Feature flags the pages look at (GET /api/v1/users/me/features).

@@ -1,6 +1,7 @@
-// Package workflow compiles and runs organisations' workflows (DESIGN.md
-// §11): a CEL condition over a notification, then steps that change, route,
-// drop, throttle, digest, forward or mail it. The engine is pure: the state
+// Package workflow compiles and runs organisations' workflows
+// (docs/DESIGN.md, Workflows and the marketplace): a CEL condition over a
+// notification, then steps that change, route, drop, throttle, digest,
+// forward or mail it. The engine is pure: the state
 // that instances share (throttle counters, digests) lives behind Hooks, and
 // forwards and e-mails are handed back to the caller to carry out.
 package workflow
