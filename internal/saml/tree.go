@@ -8,6 +8,10 @@ import (
 	"github.com/perch-dev/perch"
 )
 
+// Reading an etree document by namespace and local name: a prefix is the
+// sender's choice, so every check here names the namespace, never the
+// prefix.
+
 // cleanText returns el's text, trimmed, when it is one plain run: no
 // comment, child element or processing instruction, and not two runs (a
 // CDATA section beside text); ok is false otherwise, or when it is empty or
