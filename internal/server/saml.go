@@ -7,32 +7,26 @@ import (
 	"crypto/rsa"
 	"crypto/subtle"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"encoding/xml"
 	"errors"
-	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 	"unicode/utf8"
-
-	"github.com/beevik/etree"
-	"github.com/crewjam/saml"
-	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/saml"
 	"github.com/perch-dev/perch/internal/store"
 )
 
 // SAML single sign-on, the service provider's side (docs/DESIGN.md, SAML): the
 // metadata an identity provider reads, the start of a sign-in, and the
 // assertion consumer service that ends it in a dashboard session. The
-// settings are in saml_config.go, Perch's own checks of a response in
-// saml_verify.go.
+// settings are in saml_config.go; the protocol itself (the bounds and the
+// one parse of a response, Perch's own checks of it, metadata, the
+// AuthnRequest) is internal/saml's.
 
 // The service provider's paths.
 const (
@@ -44,9 +38,29 @@ const (
 // samlDefaultTarget is where a sign-in that asked for no page ends.
 const samlDefaultTarget = "/notifications"
 
-// spCertificateLife is how long the certificate of an organisation's
-// service provider key is valid.
-const spCertificateLife = 10 * 365 * 24 * time.Hour
+// maxSAMLForm is the size of the form that brings a response: the
+// response in base64 (4/3 of saml.MaxResponseSize, and line breaks where
+// an identity provider wraps it), percent-encoded where base64 has + / and
+// =, and the RelayState. A body past it is not read further.
+const maxSAMLForm = 512 << 10
+
+// samlIdentity is what a verified assertion says, as the accounts of
+// single sign-on read it (sso_accounts.go).
+type samlIdentity = saml.Identity
+
+// refuse is a sign-in refused, with the reason for the person signing in.
+func refuse(format string, args ...any) error {
+	return perch.Errorf(perch.EUNAUTHORIZED, format, args...)
+}
+
+// refusal is err, when it is internal/saml's *saml.Refusal, as the error
+// the sign-in page shows; any other error as it is.
+func refusal(err error) error {
+	if ref, ok := errors.AsType[*saml.Refusal](err); ok {
+		return refuse("%s", ref.Reason)
+	}
+	return err
+}
 
 func (s *Server) baseURL() string { return strings.TrimRight(s.opts.BaseURL, "/") }
 
@@ -62,59 +76,23 @@ func (s *Server) samlLoginURL(orgID string) string {
 	return s.baseURL() + samlLoginPath + "?org_id=" + url.QueryEscape(orgID)
 }
 
-// serviceProvider is the library's service provider for an organisation's
+// serviceProvider is the organisation's service provider for its
 // settings, signing with key (nil where nothing is signed).
-func (s *Server) serviceProvider(cfg *store.SAMLConfig, key crypto.Signer) (*saml.ServiceProvider, *idpMetadata, error) {
-	md, err := parseIDPMetadata([]byte(cfg.IDPMetadataXML))
+func (s *Server) serviceProvider(cfg *store.SAMLConfig, key crypto.Signer) (*saml.ServiceProvider, error) {
+	md, err := saml.ParseMetadata([]byte(cfg.IDPMetadataXML))
 	if err != nil {
-		return nil, nil, errors.New("saml: the stored metadata " + err.Error())
+		return nil, errors.New("saml: the stored metadata " + err.Error())
 	}
 	block, _ := pem.Decode([]byte(cfg.SPCertificate))
 	if block == nil {
-		return nil, nil, errors.New("saml: no stored service provider certificate")
+		return nil, errors.New("saml: no stored service provider certificate")
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	entity, err := url.Parse(s.samlEntityID(cfg.OrgID))
-	if err != nil {
-		return nil, nil, err
-	}
-	acs, err := url.Parse(s.samlACSURL())
-	if err != nil {
-		return nil, nil, err
-	}
-	return &saml.ServiceProvider{
-		EntityID: entity.String(), Key: key, Certificate: cert, MetadataURL: *entity, AcsURL: *acs,
-		IDPMetadata: md.Descriptor, AuthnNameIDFormat: saml.EmailAddressNameIDFormat,
-		AllowIDPInitiated: cfg.AllowIDPInitiated, SignatureMethod: dsig.RSASHA256SignatureMethod,
-	}, md, nil
-}
-
-// newSPKey makes an organisation's service provider key and its
-// self-signed certificate (PEM), which the metadata publishes.
-func newSPKey(orgID string, now time.Time) (*rsa.PrivateKey, string, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return nil, "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, "", err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "Perch SAML " + orgID, Organization: []string{"Perch"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(spCertificateLife),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, "", err
-	}
-	return key, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
+	return &saml.ServiceProvider{EntityID: s.samlEntityID(cfg.OrgID), ACSURL: s.samlACSURL(), Certificate: cert, Key: key,
+		IDP: md, AllowIDPInitiated: cfg.AllowIDPInitiated}, nil
 }
 
 // spKey opens an organisation's sealed service provider key.
@@ -148,44 +126,23 @@ func (s *Server) samlConfigOf(ctx context.Context, orgID string) (*store.SAMLCon
 }
 
 // samlMetadata serves GET /api/v1/auth/saml/metadata?org_id=: the service
-// provider's metadata for the organisation's identity provider. It
-// publishes the signing certificate (the AuthnRequests are signed), no
-// encryption key (assertions come unencrypted, over HTTPS) and the
-// HTTP-POST binding of the ACS alone.
+// provider's metadata for the organisation's identity provider
+// (saml.ServiceProvider.Metadata says what it publishes).
 func (s *Server) samlMetadata(w http.ResponseWriter, r *http.Request) error {
 	cfg, err := s.samlConfigOf(r.Context(), r.URL.Query().Get("org_id"))
 	if err != nil {
 		return err
 	}
-	sp, _, err := s.serviceProvider(cfg, nil)
+	sp, err := s.serviceProvider(cfg, nil)
 	if err != nil {
 		return err
 	}
-	ed := sp.Metadata()
-	for i := range ed.SPSSODescriptors {
-		d := &ed.SPSSODescriptors[i]
-		var keys []saml.KeyDescriptor
-		for _, k := range d.KeyDescriptors {
-			if k.Use == "signing" {
-				keys = append(keys, k)
-			}
-		}
-		d.KeyDescriptors = keys
-		var acs []saml.IndexedEndpoint
-		for _, e := range d.AssertionConsumerServices {
-			if e.Binding == saml.HTTPPostBinding {
-				acs = append(acs, e)
-			}
-		}
-		d.AssertionConsumerServices = acs
-	}
-	out, err := xml.MarshalIndent(ed, "", "  ")
+	out, err := sp.Metadata()
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/samlmetadata+xml")
 	w.WriteHeader(http.StatusOK)
-	w.Write([]byte(xml.Header))
 	w.Write(out)
 	return nil
 }
@@ -223,22 +180,18 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 		s.log.Error("saml: the service provider key cannot be opened", "org_id", cfg.OrgID, "err", err, "request_id", requestID(r))
 		return s.toSignIn(w, r, "Single sign-on cannot start: this server cannot read its SAML key. Tell the administrators of this Perch server.")
 	}
-	sp, md, err := s.serviceProvider(cfg, key)
-	if err != nil {
-		return err
-	}
-	req, err := sp.MakeAuthenticationRequest(md.SSOURL, saml.HTTPRedirectBinding, saml.HTTPPostBinding)
+	sp, err := s.serviceProvider(cfg, key)
 	if err != nil {
 		return err
 	}
 	relay, browser := rand.Text(), rand.Text()
-	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: req.ID, OrgID: cfg.OrgID, RelayState: relay,
-		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), BrowserHash: auth.HashToken(browser),
-		ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
+	reqID, to, err := sp.AuthnRequest(relay)
 	if err != nil {
 		return err
 	}
-	to, err := req.Redirect(relay, sp)
+	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: reqID, OrgID: cfg.OrgID, RelayState: relay,
+		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), BrowserHash: auth.HashToken(browser),
+		ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
 	if err != nil {
 		return err
 	}
@@ -262,7 +215,7 @@ func (s *Server) toSignIn(w http.ResponseWriter, r *http.Request, message string
 // refused, back to sign in with the reason.
 //
 // Anyone may post here, so the work is bounded before the response is
-// parsed (readXML), and it is parsed once. A refusal is audited in the
+// parsed (saml.ParseResponse), and it is parsed once. A refusal is audited in the
 // organisation's log only once the response's signature verified against
 // the organisation's identity provider's certificate; before that, nothing
 // shows the organisation it names had any part in it, and the refusal goes
@@ -271,7 +224,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	// The browser's binding served this one answer, whatever it is.
 	s.setSAMLBinding(w, "", -1)
 	if r.ContentLength > maxSAMLForm {
-		return s.samlUnverified(w, r, "", errSAMLTooLarge)
+		return s.samlUnverified(w, r, "", refusal(saml.ErrTooLarge))
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxSAMLForm)
 	if err := r.ParseForm(); err != nil {
@@ -279,7 +232,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 			if big.Limit != maxSAMLForm { // the server's own limit, which every route answers alike
 				return err
 			}
-			return s.samlUnverified(w, r, "", errSAMLTooLarge)
+			return s.samlUnverified(w, r, "", refusal(saml.ErrTooLarge))
 		}
 		return s.samlUnverified(w, r, "", refuse("The sign-in response cannot be read."))
 	}
@@ -287,9 +240,9 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || len(raw) == 0 {
 		return s.samlUnverified(w, r, "", refuse("The identity provider sent no SAML response."))
 	}
-	doc, err := readXML(raw)
+	resp, err := saml.ParseResponse(raw)
 	if err != nil {
-		return s.samlUnverified(w, r, "", err)
+		return s.samlUnverified(w, r, "", refusal(err))
 	}
 	relay := r.PostForm.Get("RelayState")
 	ctx := r.Context()
@@ -313,9 +266,9 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 			return s.samlUnverified(w, r, orgID, refuse("This sign-in was started in another browser, or too long ago: start again in this browser."))
 		}
 	case perch.LocalPath(relay): // an identity provider may name the page to end on
-		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), relay
+		orgID, target = claimedOrg(resp, s.baseURL()+samlMetadataPath+"?org_id="), relay
 	default:
-		orgID, target = claimedOrg(doc, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
+		orgID, target = claimedOrg(resp, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
 	}
 	cfg, err := s.store.SAMLConfig(ctx, orgID)
 	switch {
@@ -324,46 +277,36 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return s.samlUnverified(w, r, orgID, err)
 	}
-	certs, err := parseCertsPEM(cfg.IDPCertificates)
+	certs, err := saml.ParseCertsPEM(cfg.IDPCertificates)
 	if err != nil {
 		return s.samlUnverified(w, r, orgID, err)
 	}
-	trust := samlTrust{
-		idpEntityID: cfg.IDPEntityID, certs: certs, audience: s.samlEntityID(orgID), acsURL: s.samlACSURL(),
-		requestID: reqID, allowIDPInitiated: cfg.AllowIDPInitiated, emailAttribute: cfg.EmailAttribute, now: s.now(),
+	trust := saml.Trust{
+		IDPEntityID: cfg.IDPEntityID, Certs: certs, Audience: s.samlEntityID(orgID), ACSURL: s.samlACSURL(),
+		RequestID: reqID, AllowIDPInitiated: cfg.AllowIDPInitiated, EmailAttribute: cfg.EmailAttribute, Now: s.now(),
 	}
-	signed, err := trust.verifySignatures(doc)
-	if err != nil {
-		return s.samlUnverified(w, r, orgID, err)
-	}
-
-	// From here on the response is the organisation's identity
-	// provider's, and every refusal is audited for the organisation.
-	id, err := trust.check(signed)
-	if err != nil {
-		return s.samlRefused(w, r, orgID, "", err)
+	id, err := trust.Verify(resp)
+	if ref, ok := errors.AsType[*saml.Refusal](err); ok && ref.Verified {
+		// From the signature on the response is the organisation's
+		// identity provider's, and its refusal is audited for the
+		// organisation.
+		return s.samlRefused(w, r, orgID, "", refusal(err))
+	} else if err != nil {
+		return s.samlUnverified(w, r, orgID, refusal(err))
 	}
 
 	// The library's checks of the same response, after Perch's: its parser
 	// reads only what Perch's signature checks passed.
-	sp, _, err := s.serviceProvider(cfg, nil)
+	sp, err := s.serviceProvider(cfg, nil)
 	if err != nil {
 		return s.samlRefused(w, r, orgID, id.Email, err)
 	}
-	var possible []string
-	if reqID != "" {
-		possible = []string{reqID}
-	}
-	assertion, err := sp.ParseXMLResponse(raw, possible, sp.AcsURL)
+	assertionID, err := sp.LibraryCheck(raw, reqID)
 	if err != nil {
-		detail := err
-		if ire, ok := errors.AsType[*saml.InvalidResponseError](err); ok {
-			detail = ire.PrivateErr
-		}
-		s.log.Info("saml: the library refused a response Perch accepted", "org_id", orgID, "err", detail, "request_id", requestID(r))
+		s.log.Info("saml: the library refused a response Perch accepted", "org_id", orgID, "err", err, "request_id", requestID(r))
 		return s.samlRefused(w, r, orgID, id.Email, refuse("The identity provider's response did not pass the SAML library's checks."))
 	}
-	if assertion.ID != id.AssertionID {
+	if assertionID != id.AssertionID {
 		return s.samlRefused(w, r, orgID, id.Email, refuse("The SAML library read another assertion than Perch did."))
 	}
 
@@ -439,13 +382,11 @@ func sameBrowser(r *http.Request, req *store.SAMLRequest) bool {
 // claimedOrg reads, without trusting it, the organisation a response's
 // audience names: its entity ID is prefix followed by the organisation's
 // ID. "" when it names none.
-func claimedOrg(doc *etree.Document, prefix string) string {
-	for _, el := range doc.FindElements("//Audience") {
-		if v, ok := cleanText(el); ok {
-			if id, ok := strings.CutPrefix(v, prefix); ok && id != "" {
-				if id, err := url.QueryUnescape(id); err == nil && !strings.ContainsAny(id, "&=#") {
-					return id
-				}
+func claimedOrg(resp *saml.Response, prefix string) string {
+	for _, v := range resp.Audiences() {
+		if id, ok := strings.CutPrefix(v, prefix); ok && id != "" {
+			if id, err := url.QueryUnescape(id); err == nil && !strings.ContainsAny(id, "&=#") {
+				return id
 			}
 		}
 	}

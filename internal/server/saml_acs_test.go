@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/saml"
 	"github.com/perch-dev/perch/internal/samltest"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -181,7 +182,8 @@ func roomy(t *testing.T, what string, doc []byte) {
 		}
 	}
 	t.Logf("%s: %d bytes, %d elements, %d deep, at most %d attributes", what, len(doc), elements, deepest, attrs)
-	if len(doc) > maxSAMLResponseSize/4 || elements > maxSAMLElements/4 || deepest > maxSAMLDepth/3 || attrs > maxSAMLAttributes/3 {
+	l := saml.ResponseLimits
+	if len(doc) > l.Size/4 || elements > l.Elements/4 || deepest > l.Depth/3 || attrs > l.Attributes/3 {
 		t.Errorf("%s comes close to the limits (%d bytes, %d elements, %d deep, %d attributes)", what, len(doc), elements, deepest, attrs)
 	}
 }

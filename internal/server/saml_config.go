@@ -12,6 +12,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/saml"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -63,8 +64,8 @@ func (s *Server) describeSAML(ctx context.Context, orgID string) (*perch.SAMLCon
 	out.IDPMetadataXML, out.IDPMetadataURL, out.IDPEntityID, out.IDPSSOURL = cfg.IDPMetadataXML, cfg.IDPMetadataURL, cfg.IDPEntityID, cfg.IDPSSOURL
 	out.Certificate, out.DomainVerification = cfg.SPCertificate, perch.DomainVerificationPrefix+cfg.DomainToken
 	out.CreatedAt, out.UpdatedAt = &cfg.CreatedAt, &cfg.UpdatedAt
-	if certs, err := parseCertsPEM(cfg.IDPCertificates); err == nil {
-		t := firstExpiry(certs)
+	if certs, err := saml.ParseCertsPEM(cfg.IDPCertificates); err == nil {
+		t := saml.FirstExpiry(certs)
 		out.IDPCertificateUntil = &t
 	}
 	if out.Domains, err = s.store.SAMLDomains(ctx, orgID); err != nil {
@@ -110,11 +111,11 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 			return perch.Problems{field: "the metadata " + err.Error()}.Err()
 		}
 	}
-	md, err := parseIDPMetadata(data)
+	md, err := saml.ParseMetadata(data)
 	if err != nil {
 		return perch.Problems{field: "the metadata " + err.Error()}.Err()
 	}
-	if until := firstExpiry(md.Certs); !s.now().Before(until) {
+	if until := saml.FirstExpiry(md.Certs); !s.now().Before(until) {
 		return perch.Problems{field: "the identity provider's signing certificate expired on " + until.Format(time.DateOnly)}.Err()
 	}
 	if asAdmin && in.Domains != nil {
@@ -127,14 +128,14 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 	c := store.SAMLConfig{OrgID: orgID, Enabled: in.Enabled, Enforce: in.Enforce, JITProvisioning: in.JITProvisioning,
 		DefaultRole: in.DefaultRole, EmailAttribute: in.EmailAttribute, AllowIDPInitiated: in.AllowIDPInitiated,
 		IDPMetadataXML: string(data), IDPMetadataURL: in.IDPMetadataURL, IDPEntityID: md.EntityID, IDPSSOURL: md.SSOURL,
-		IDPCertificates: certsPEM(md.Certs)}
+		IDPCertificates: saml.CertsPEM(md.Certs)}
 	prev, err := s.store.SAMLConfig(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case perch.ENOTFOUND:
 		if s.opts.Secrets == nil {
 			return errNoSecretKey
 		}
-		key, cert, err := newSPKey(orgID, s.now())
+		key, cert, err := saml.NewKey("Perch SAML "+orgID, s.now())
 		if err != nil {
 			return err
 		}
@@ -230,15 +231,15 @@ func (s *Server) samlProblems(ctx context.Context, cfg *store.SAMLConfig) []stri
 	if !cfg.Enabled {
 		add("Single sign-on is off (enabled is false): members cannot sign in with it.")
 	}
-	md, err := parseIDPMetadata([]byte(cfg.IDPMetadataXML))
+	md, err := saml.ParseMetadata([]byte(cfg.IDPMetadataXML))
 	if err != nil {
 		add("The stored metadata %s.", err)
 	}
 	if cfg.IDPMetadataURL != "" {
 		data, err := s.fetchMetadata(ctx, cfg.IDPMetadataURL)
 		if err == nil {
-			var now *idpMetadata
-			if now, err = parseIDPMetadata(data); err == nil && md != nil && !sameIDP(md, now) {
+			var now *saml.Metadata
+			if now, err = saml.ParseMetadata(data); err == nil && md != nil && !sameIDP(md, now) {
 				add("The metadata at %s has changed since it was stored (a new certificate or address?): save the settings again to take it.", cfg.IDPMetadataURL)
 			}
 		}
@@ -280,8 +281,8 @@ func (s *Server) samlProblems(ctx context.Context, cfg *store.SAMLConfig) []stri
 
 // sameIDP reports whether two readings of metadata name the same identity
 // provider, address and certificates.
-func sameIDP(a, b *idpMetadata) bool {
-	return a.EntityID == b.EntityID && a.SSOURL == b.SSOURL && certsPEM(a.Certs) == certsPEM(b.Certs)
+func sameIDP(a, b *saml.Metadata) bool {
+	return a.EntityID == b.EntityID && a.SSOURL == b.SSOURL && saml.CertsPEM(a.Certs) == saml.CertsPEM(b.Certs)
 }
 
 // createSCIMToken serves POST …/saml/scim-token: a new SCIM token for the

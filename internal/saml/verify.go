@@ -1,4 +1,4 @@
-package server
+package saml
 
 import (
 	"crypto/x509"
@@ -23,39 +23,43 @@ import (
 // message of its own, which the person signing in reads on the sign-in
 // page.
 
-// XML namespaces and values of SAML 2.0.
-const (
-	nsProtocol    = "urn:oasis:names:tc:SAML:2.0:protocol"
-	nsAssertion   = "urn:oasis:names:tc:SAML:2.0:assertion"
-	nsDSig        = "http://www.w3.org/2000/09/xmldsig#"
-	statusSuccess = "urn:oasis:names:tc:SAML:2.0:status:Success"
-	cmBearer      = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
-)
-
-// samlTrust is what one response is checked against: the organisation's
-// identity provider and this server's values.
-type samlTrust struct {
-	idpEntityID       string
-	certs             []*x509.Certificate // the identity provider's signing certificates
-	audience          string              // this server's entity ID for the organisation
-	acsURL            string
-	requestID         string // the sign-in started here that the answer must name; "" for none
-	allowIDPInitiated bool
-	emailAttribute    string // "" reads the address from the NameID
-	now               time.Time
+// Trust is what one response is checked against: the organisation's
+// identity provider and this server's values for the organisation.
+type Trust struct {
+	IDPEntityID       string
+	Certs             []*x509.Certificate // the identity provider's signing certificates
+	Audience          string              // this server's entity ID for the organisation
+	ACSURL            string
+	RequestID         string // the sign-in started here that the answer must name; "" for none
+	AllowIDPInitiated bool
+	EmailAttribute    string // "" reads the address from the NameID
+	Now               time.Time
 }
 
-// samlIdentity is what a verified assertion says.
-type samlIdentity struct {
+// Identity is what a verified assertion says.
+type Identity struct {
 	AssertionID string
 	Email       string
 	Name        string    // from the usual name attributes; "" when none is sent
 	Until       time.Time // the end of its validity, until which its ID is remembered
 }
 
-// refuse is a response refused, with the reason for the person signing in.
-func refuse(format string, args ...any) error {
-	return perch.Errorf(perch.EUNAUTHORIZED, format, args...)
+// Verify checks a parsed response against t: its one assertion's
+// signatures by the identity provider's certificates, then what it says
+// (status, issuer, audience, destination and recipient, times, the sign-in
+// it answers), and answers who it signs in. Its errors are *Refusal, with
+// Verified set when the signatures had verified. The caller still makes
+// sure the assertion is used once and the request it answers is consumed.
+func (t Trust) Verify(r *Response) (*Identity, error) {
+	signed, err := t.verifySignatures(r.doc)
+	if err != nil {
+		return nil, err
+	}
+	id, err := t.check(signed)
+	if ref, ok := errors.AsType[*Refusal](err); ok {
+		ref.Verified = true
+	}
+	return id, err
 }
 
 // signedResponse is a response whose signatures verified against the
@@ -67,10 +71,10 @@ type signedResponse struct {
 }
 
 // verifySignatures finds the one assertion of a response (the document
-// readXML made of the decoded SAMLResponse) and verifies the signatures
+// ParseResponse made of the decoded SAMLResponse) and verifies the signatures
 // over it. Until it succeeds, nothing shows that the response comes from
 // the organisation's identity provider; check then reads what it says.
-func (t samlTrust) verifySignatures(doc *etree.Document) (*signedResponse, error) {
+func (t Trust) verifySignatures(doc *etree.Document) (*signedResponse, error) {
 	received := doc.Root()
 	if received == nil || !is(received, nsProtocol, "Response") {
 		return nil, refuse("The identity provider's answer is not a SAML response.")
@@ -139,7 +143,7 @@ func (t samlTrust) verifySignatures(doc *etree.Document) (*signedResponse, error
 
 // check reads the verified response and assertion; the e-mail address of
 // the assertion as it arrived must read the same.
-func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
+func (t Trust) check(signed *signedResponse) (*Identity, error) {
 	response, assertion, received := signed.response, signed.assertion, signed.received
 	if code := firstChild(firstChild(response, nsProtocol, "Status"), nsProtocol, "StatusCode"); code == nil || attr(code, "Value") != statusSuccess {
 		return nil, refuse("The identity provider did not sign you in (its answer is not a success).")
@@ -150,18 +154,18 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 	if len(issuers) == 0 {
 		return nil, refuse("The assertion names no issuer.")
 	}
-	if issuer, ok := cleanText(issuers[0]); len(issuers) != 1 || !ok || issuer != t.idpEntityID {
+	if issuer, ok := cleanText(issuers[0]); len(issuers) != 1 || !ok || issuer != t.IDPEntityID {
 		return nil, refuse("The assertion was issued by another identity provider than the organisation's.")
 	}
 	if ri := childrenOf(response, nsAssertion, "Issuer"); len(ri) > 0 {
-		if issuer, ok := cleanText(ri[0]); len(ri) != 1 || !ok || issuer != t.idpEntityID {
+		if issuer, ok := cleanText(ri[0]); len(ri) != 1 || !ok || issuer != t.IDPEntityID {
 			return nil, refuse("The response was issued by another identity provider than the organisation's.")
 		}
 	}
 
 	// Sent to this server: the response's destination, the assertion's
 	// audience and the bearer's recipient.
-	if d := response.SelectAttr("Destination"); d != nil && d.Space == "" && d.Value != t.acsURL {
+	if d := response.SelectAttr("Destination"); d != nil && d.Space == "" && d.Value != t.ACSURL {
 		return nil, refuse("The response is addressed to another destination than this server's sign-in address.")
 	}
 	conditions := childrenOf(assertion, nsAssertion, "Conditions")
@@ -175,7 +179,7 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 	for _, r := range restrictions { // each restriction must admit this server
 		ours := false
 		for _, a := range childrenOf(r, nsAssertion, "Audience") {
-			if v, ok := cleanText(a); ok && v == t.audience {
+			if v, ok := cleanText(a); ok && v == t.Audience {
 				ours = true
 			}
 		}
@@ -184,7 +188,7 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 		}
 	}
 
-	now := t.now
+	now := t.Now
 	until := now.Add(perch.SAMLClockSkew)
 	subjects := childrenOf(assertion, nsAssertion, "Subject")
 	if len(subjects) != 1 {
@@ -198,7 +202,7 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 		}
 		bearers++
 		data := firstChild(sc, nsAssertion, "SubjectConfirmationData")
-		if data == nil || attr(data, "Recipient") != t.acsURL {
+		if data == nil || attr(data, "Recipient") != t.ACSURL {
 			return nil, refuse("The assertion's recipient is not this server's sign-in address.")
 		}
 		end, err := samlTime(data, "NotOnOrAfter", true)
@@ -245,9 +249,9 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 		return nil, refuse("The response and its assertion answer different sign-ins.")
 	}
 	switch {
-	case inResponseTo == "" && !t.allowIDPInitiated:
+	case inResponseTo == "" && !t.AllowIDPInitiated:
 		return nil, refuse("Sign-in started at the identity provider is not allowed for this organisation: start at Perch with “Sign in with SSO”.")
-	case inResponseTo != "" && inResponseTo != t.requestID:
+	case inResponseTo != "" && inResponseTo != t.RequestID:
 		return nil, refuse("The response answers a sign-in that this server did not start, or one that expired or was used: start again.")
 	}
 
@@ -262,22 +266,22 @@ func (t samlTrust) check(signed *signedResponse) (*samlIdentity, error) {
 	if again, err := t.emailOf(received); err != nil || again != email {
 		return nil, refuse("The e-mail address in the assertion is not one plain value (it holds a comment or markup).")
 	}
-	return &samlIdentity{AssertionID: id, Email: email, Name: nameOf(assertion), Until: until}, nil
+	return &Identity{AssertionID: id, Email: email, Name: nameOf(assertion), Until: until}, nil
 }
 
 // emailOf reads the address from the configured attribute, or from the
 // NameID when there is no such attribute (or none is configured). The
 // value must be one plain run of text that is an e-mail address.
-func (t samlTrust) emailOf(assertion *etree.Element) (string, error) {
-	if t.emailAttribute != "" {
-		attrs := attributes(assertion, t.emailAttribute)
+func (t Trust) emailOf(assertion *etree.Element) (string, error) {
+	if t.EmailAttribute != "" {
+		attrs := attributes(assertion, t.EmailAttribute)
 		switch {
 		case len(attrs) > 1:
-			return "", refuse("The assertion carries the attribute %q more than once.", t.emailAttribute)
+			return "", refuse("The assertion carries the attribute %q more than once.", t.EmailAttribute)
 		case len(attrs) == 1:
 			values := childrenOf(attrs[0], nsAssertion, "AttributeValue")
 			if len(values) != 1 {
-				return "", refuse("The attribute %q must hold exactly one value.", t.emailAttribute)
+				return "", refuse("The attribute %q must hold exactly one value.", t.EmailAttribute)
 			}
 			return emailValue(values[0])
 		}
@@ -285,8 +289,8 @@ func (t samlTrust) emailOf(assertion *etree.Element) (string, error) {
 	subject := firstChild(assertion, nsAssertion, "Subject")
 	ids := childrenOf(subject, nsAssertion, "NameID")
 	if len(ids) != 1 {
-		if t.emailAttribute != "" {
-			return "", refuse("The assertion carries neither the attribute %q nor a NameID with the e-mail address.", t.emailAttribute)
+		if t.EmailAttribute != "" {
+			return "", refuse("The assertion carries neither the attribute %q nor a NameID with the e-mail address.", t.EmailAttribute)
 		}
 		return "", refuse("The assertion carries no NameID: send the e-mail address as the NameID, or name the attribute that carries it.")
 	}
@@ -383,7 +387,7 @@ func attributes(assertion *etree.Element, name string) []*etree.Element {
 // element the signature covers, as goxmldsig read it back from the bytes
 // it verified. The signature must refer to el by its ID and to nothing
 // else.
-func (t samlTrust) verifySignature(el, sig *etree.Element) (*etree.Element, error) {
+func (t Trust) verifySignature(el, sig *etree.Element) (*etree.Element, error) {
 	id := attr(el, "ID")
 	info := childrenOf(sig, nsDSig, "SignedInfo")
 	if id == "" || len(info) != 1 {
@@ -413,10 +417,10 @@ func (t samlTrust) verifySignature(el, sig *etree.Element) (*etree.Element, erro
 		}
 	}
 	err = errors.New("saml: no certificate of the identity provider")
-	for _, cert := range t.certs {
+	for _, cert := range t.Certs {
 		vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
 		vc.IdAttribute = "ID"
-		vc.Clock = dsig.NewFakeClockAt(t.now)
+		vc.Clock = dsig.NewFakeClockAt(t.Now)
 		var signed *etree.Element
 		if signed, err = vc.Validate(detached); err == nil {
 			if attr(signed, "ID") != id || signed.Tag != el.Tag || signed.NamespaceURI() != el.NamespaceURI() {
@@ -456,75 +460,4 @@ func samlTime(el *etree.Element, name string, required bool) (time.Time, error) 
 		return time.Time{}, refuse("The assertion's %s time %q cannot be read.", name, clip(v, 40))
 	}
 	return t, nil
-}
-
-// cleanText returns el's text, trimmed, when it is one plain run: no
-// comment, child element or processing instruction, and not two runs (a
-// CDATA section beside text); ok is false otherwise, or when it is empty or
-// holds control characters. A comment splits a value for some readers and
-// not for others ("alice@example.com<!---->.evil.test"); such a value is
-// refused whole.
-func cleanText(el *etree.Element) (string, bool) {
-	if el == nil {
-		return "", false
-	}
-	text, runs := "", 0
-	for _, tok := range el.Child {
-		cd, ok := tok.(*etree.CharData)
-		if !ok {
-			return "", false
-		}
-		runs++
-		text = cd.Data
-	}
-	text = strings.TrimSpace(text)
-	return text, runs == 1 && text != "" && perch.TextProblem(text, perch.SingleLine) == ""
-}
-
-// attr is el's attribute name without a namespace prefix ("" when absent).
-func attr(el *etree.Element, name string) string {
-	if el == nil {
-		return ""
-	}
-	for _, a := range el.Attr {
-		if a.Space == "" && a.Key == name {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-// is reports whether el is the element tag of namespace ns.
-func is(el *etree.Element, ns, tag string) bool {
-	return el != nil && el.Tag == tag && el.NamespaceURI() == ns
-}
-
-// childrenOf are el's child elements tag of namespace ns.
-func childrenOf(el *etree.Element, ns, tag string) []*etree.Element {
-	if el == nil {
-		return nil
-	}
-	var out []*etree.Element
-	for _, c := range el.ChildElements() {
-		if is(c, ns, tag) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// firstChild is el's first child element tag of namespace ns, or nil.
-func firstChild(el *etree.Element, ns, tag string) *etree.Element {
-	if c := childrenOf(el, ns, tag); len(c) > 0 {
-		return c[0]
-	}
-	return nil
-}
-
-// walk calls fn for el and every element below it.
-func walk(el *etree.Element, fn func(*etree.Element)) {
-	fn(el)
-	for _, c := range el.ChildElements() {
-		walk(c, fn)
-	}
 }
