@@ -1,0 +1,12 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every store starts goroutines (database/sql's connection openers, the
+// SQLite checkpointer, the outage tests' proxies); none may outlive the
+// test that opened it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
