@@ -8,6 +8,7 @@ import (
 )
 
 func TestRedactChangesHidesSecretsAndKeepsTheRest(t *testing.T) {
+	t.Parallel()
 	const random = "tq3x7kd2m5pz4wybv6hnrj2cgf"
 	in := map[string]any{
 		"label":          "laptop",

@@ -16,6 +16,7 @@ const (
 )
 
 func TestDeviceS256MatchesRFC7636(t *testing.T) {
+	t.Parallel()
 	if got := perch.S256Challenge(rfcVerifier); got != rfcChallenge {
 		t.Fatalf("S256Challenge = %q, want %q", got, rfcChallenge)
 	}
@@ -28,6 +29,7 @@ func TestDeviceS256MatchesRFC7636(t *testing.T) {
 }
 
 func TestDeviceCodeVerifierForm(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]bool{
 		rfcVerifier:                         true,
 		strings.Repeat("a", 43):             true,
@@ -48,6 +50,7 @@ func TestDeviceCodeVerifierForm(t *testing.T) {
 }
 
 func TestDeviceCodeChallengeForm(t *testing.T) {
+	t.Parallel()
 	for c, want := range map[string]bool{
 		rfcChallenge:                       true,
 		strings.Repeat("-_aZ9", 8) + "abc": true,
@@ -65,6 +68,7 @@ func TestDeviceCodeChallengeForm(t *testing.T) {
 }
 
 func TestDeviceAuthorizeProblems(t *testing.T) {
+	t.Parallel()
 	none := "\x00absent" // client_name not sent at all
 	cases := []struct {
 		port, challenge, method, name string
@@ -122,6 +126,7 @@ func TestDeviceAuthorizeProblems(t *testing.T) {
 }
 
 func TestDeviceUserCodes(t *testing.T) {
+	t.Parallel()
 	for typed, want := range map[string]string{
 		"BCDF-GHJK":   "BCDFGHJK",
 		"bcdf-ghjk":   "BCDFGHJK",
@@ -165,6 +170,7 @@ func TestDeviceUserCodes(t *testing.T) {
 }
 
 func TestDeviceCallbackOnlySignInsAreNotPolled(t *testing.T) {
+	t.Parallel()
 	d := &perch.DeviceSession{Status: perch.DeviceApproved}
 	if err := d.CheckExchangeable(false); err != nil {
 		t.Errorf("exchange with the one-time code: %v", err)

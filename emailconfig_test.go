@@ -17,6 +17,7 @@ func fieldsOf(err error) []string {
 }
 
 func TestEmailSettingsValidate(t *testing.T) {
+	t.Parallel()
 	pw := func(s string) *string { return &s }
 	good := EmailSettings{Host: "smtp.example.com", Port: 587, Username: "perch", Password: pw("secret"), From: "Perch <perch@example.com>", TLS: MailTLSStartTLS}
 	tests := []struct {
@@ -66,6 +67,7 @@ func TestEmailSettingsValidate(t *testing.T) {
 }
 
 func TestNewsletterIssueValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		subject, body string
 		want          []string
@@ -91,6 +93,7 @@ func TestNewsletterIssueValidate(t *testing.T) {
 }
 
 func TestRedactChangesKeepsFlags(t *testing.T) {
+	t.Parallel()
 	got := RedactChanges(map[string]any{"password_changed": true, "password": "hunter2", "secret_rotated": false, "token": "x"})
 	if got["password_changed"] != true || got["secret_rotated"] != false {
 		t.Errorf("flags were redacted: %v", got)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestHTTPStatusOfEveryCode(t *testing.T) {
+	t.Parallel()
 	for code, want := range map[string]int{
 		EBADREQUEST: 400, EUNAUTHORIZED: 401, EFORBIDDEN: 403, ENOTFOUND: 404, EMETHOD: 405, ECONFLICT: 409,
 		ETOOLARGE: 413, EUPGRADE: 426, EVALIDATION: 422, ERATELIMITED: 429, EINTERNAL: 500, EUNAVAILABLE: 503, "made_up": 500,
@@ -18,6 +19,7 @@ func TestHTTPStatusOfEveryCode(t *testing.T) {
 }
 
 func TestJSONKind(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[any]string{
 		"": "a string", true: "true or false", 1: "a whole number", 1.5: "a number",
 		&struct{}{}: "an object", struct{}{}: "an object",

@@ -8,6 +8,7 @@ import (
 // TestFeatureResolution: an override for the organisation beats the
 // rollout, which beats the default.
 func TestFeatureResolution(t *testing.T) {
+	t.Parallel()
 	// Find a user inside a 50% rollout of "beta" and one outside it.
 	in, out := "", ""
 	for i := 0; in == "" || out == ""; i++ {
@@ -55,6 +56,7 @@ func cmpOr(a, b string) string {
 // 100% are none and all, a rollout reaches about its share of users, raising
 // it only adds users, and flags reach different users.
 func TestRolloutIsStableAndProportional(t *testing.T) {
+	t.Parallel()
 	const users = 1000
 	reached := func(key string, percent int) map[string]bool {
 		m := map[string]bool{}
@@ -110,6 +112,7 @@ func TestRolloutIsStableAndProportional(t *testing.T) {
 }
 
 func TestFeatureUpdateValidate(t *testing.T) {
+	t.Parallel()
 	pct := func(n int) *int { return &n }
 	list := func(ids ...string) *[]FeatureOverride {
 		l := []FeatureOverride{}

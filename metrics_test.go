@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseMetricQuery(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 10, 15, 30, 0, 0, time.UTC)
 	q, err := ParseMetricQuery("signups", "", "", "", now)
 	if err != nil {
@@ -57,6 +58,7 @@ func TestParseMetricQuery(t *testing.T) {
 }
 
 func TestMetricBuckets(t *testing.T) {
+	t.Parallel()
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 // URL of at most MaxURL bytes; every other scheme, a relative path and
 // anything longer is refused.
 func TestValidURL(t *testing.T) {
+	t.Parallel()
 	long := "https://example.com/" + strings.Repeat("a", MaxURL)
 	for _, tc := range []struct {
 		url  string

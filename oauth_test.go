@@ -6,6 +6,7 @@ import (
 )
 
 func TestSafeRedirect(t *testing.T) {
+	t.Parallel()
 	for target, want := range map[string]string{
 		"/org?tab=teams#x":              "/org?tab=teams#x",
 		"":                              DefaultPage,
@@ -22,6 +23,7 @@ func TestSafeRedirect(t *testing.T) {
 }
 
 func TestSignInName(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, login, email, want string }{
 		{"Grace Hopper", "hopper", "g@example.com", "Grace Hopper"},
 		{"  ", "hopper", "g@example.com", "hopper"},

@@ -5,6 +5,7 @@ import "testing"
 // TestAuthorizeWorkflows: every member reads and tries the organisation's
 // workflows; only owners and admins change them.
 func TestAuthorizeWorkflows(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		role         string
 		view, manage bool

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseLimit(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Limit{"120/1m": {120, time.Minute}, " 10/15m ": {10, 15 * time.Minute}, "5/1h30m": {5, 90 * time.Minute}} {
 		if got, err := ParseLimit(in); err != nil || got != want {
 			t.Errorf("ParseLimit(%q) = %v, %v; want %v", in, got, err, want)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseRegions(t *testing.T) {
+	t.Parallel()
 	got, err := ParseRegions(" us=https://perch.example.com/, eu=https://eu.perch.example.com ", "eu")
 	want := []Region{{Name: "us", URL: "https://perch.example.com"}, {Name: "eu", URL: "https://eu.perch.example.com", Current: true}}
 	if err != nil || !reflect.DeepEqual(got, want) {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestTextProblem(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		s             string
@@ -65,6 +66,7 @@ func TestTextProblem(t *testing.T) {
 }
 
 func TestCleanText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s, single, multi string
 	}{
@@ -87,6 +89,7 @@ func TestCleanText(t *testing.T) {
 // TestFieldsRefuseControlCharacters checks that every validation of text a
 // person enters applies the rule, naming the field.
 func TestFieldsRefuseControlCharacters(t *testing.T) {
+	t.Parallel()
 	const good = "correct horse battery"
 	for _, c := range []string{"\x00", "\a", "\x7f", "\u0085", "\xff"} {
 		bad := "ab" + c + "cd"

@@ -3,6 +3,7 @@ package perch
 import "testing"
 
 func TestAudienceEqualIgnoresTeamOrder(t *testing.T) {
+	t.Parallel()
 	a := Audience{UserID: "u", OrgID: "o", TeamIDs: []string{"t1", "t2"}}
 	for _, c := range []struct {
 		b    Audience

@@ -7,6 +7,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	ceilings := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
 		4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
 	highest := make([]time.Duration, len(ceilings))

@@ -61,6 +61,7 @@ type seen struct {
 }
 
 func TestMethods(t *testing.T) {
+	t.Parallel()
 	const user = `{"id":"1","email":"ann@example.com","name":"Ann","email_verified":false,"org_id":"7","org_role":"owner","is_admin":false,"newsletter":false,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`
 	const apiToken = `{"id":"3","label":"laptop","token_prefix":"pat_abcd","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z"}`
 	const whToken = `{"id":"4","label":"ci","sender":"inbound","scope":"team","team_id":"9","token_prefix":"whk_abcd","created_at":"2026-01-02T03:04:05Z","last_used_at":null}`
@@ -254,6 +255,7 @@ func TestMethods(t *testing.T) {
 }
 
 func TestErrorRoundTrip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		status int
@@ -358,6 +360,7 @@ func (a *authServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestLoginLogout(t *testing.T) {
+	t.Parallel()
 	a := &authServer{t: t}
 	c := New(mustServer(t, a).URL)
 	if _, err := c.Me(t.Context()); perch.ErrorCode(err) != perch.EUNAUTHORIZED {
@@ -390,6 +393,7 @@ func TestLoginLogout(t *testing.T) {
 // Ten requests fail with an expired access token at once: one refresh serves
 // them all, and every one of them succeeds with the new token.
 func TestRefreshOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	a := &authServer{t: t, access: "pac_expired", refresh: "prf_a", gate: make(chan struct{})}
 	var refused atomic.Int32
@@ -431,6 +435,7 @@ func TestRefreshOnceUnderConcurrency(t *testing.T) {
 }
 
 func TestRefreshRefused(t *testing.T) {
+	t.Parallel()
 	a := &authServer{t: t, access: "pac_new", refresh: "prf_a", refuse: true}
 	called := false
 	c := New(mustServer(t, a).URL, WithAccessToken("pac_old", "prf_a"), WithTokenUpdate(func(string, string) { called = true }))
@@ -445,6 +450,7 @@ func TestRefreshRefused(t *testing.T) {
 }
 
 func TestAPITokenIsNotRefreshed(t *testing.T) {
+	t.Parallel()
 	a := &authServer{t: t, access: "pac_a", refresh: "prf_a"}
 	c := New(mustServer(t, a).URL, WithAPIToken("pat_deleted"))
 	if _, err := c.Me(t.Context()); perch.ErrorCode(err) != perch.EUNAUTHORIZED {
@@ -458,6 +464,7 @@ func TestAPITokenIsNotRefreshed(t *testing.T) {
 // A transport error names the request but not its query, where a webhook
 // token may be.
 func TestTransportErrorHidesQuery(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	err := New(srv.URL).Send(t.Context(), "whk_secret", InboundEvent{Title: "x"})

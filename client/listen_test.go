@@ -16,6 +16,7 @@ import (
 )
 
 func TestListenResumes(t *testing.T) {
+	t.Parallel()
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
 		switch n {
@@ -58,6 +59,7 @@ func TestListenResumes(t *testing.T) {
 }
 
 func TestListenFrames(t *testing.T) {
+	t.Parallel()
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
 		send(conn,
@@ -87,6 +89,7 @@ func TestListenFrames(t *testing.T) {
 // The ready frame may say where the live stream starts: a client that has
 // seen no notification resumes from there.
 func TestListenResumesFromReadyLastID(t *testing.T) {
+	t.Parallel()
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
 		if n == 0 {
@@ -121,6 +124,7 @@ func TestListenResumesFromReadyLastID(t *testing.T) {
 // next connection must still resume, from before the first, or what
 // arrives while it is away is lost.
 func TestListenResumesFromTheStartWhenThereWasNothing(t *testing.T) {
+	t.Parallel()
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
 		send(conn, ready(0, false))
@@ -145,6 +149,7 @@ func TestListenResumesFromTheStartWhenThereWasNothing(t *testing.T) {
 }
 
 func TestListenRefreshesOn401(t *testing.T) {
+	t.Parallel()
 	var refreshes atomic.Int32
 	f := &wsFake{rest: refreshServer(&refreshes, false), script: func(n int, w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer pac_2" {
@@ -174,6 +179,7 @@ func TestListenRefreshesOn401(t *testing.T) {
 }
 
 func TestListenFinalErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		opt       Option
@@ -212,6 +218,7 @@ func TestListenFinalErrors(t *testing.T) {
 // Listen's waits grow while attempts fail, and start over after a
 // connection that lasted.
 func TestListenBackoff(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
 		name   string
@@ -260,6 +267,7 @@ func TestListenBackoff(t *testing.T) {
 }
 
 func TestListenAnswersPings(t *testing.T) {
+	t.Parallel()
 	pinged := make(chan error, 1)
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
@@ -280,6 +288,7 @@ func TestListenAnswersPings(t *testing.T) {
 
 // A server that stops answering is found out by Listen's own pings.
 func TestListenDropsSilentServer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {

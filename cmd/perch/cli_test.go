@@ -17,6 +17,7 @@ import (
 	"github.com/perch-dev/perch/client"
 	"github.com/perch-dev/perch/internal/apitest"
 	"github.com/perch-dev/perch/internal/creds"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // syncBuffer is output that a test reads while a command still writes it.
@@ -27,28 +28,20 @@ type syncBuffer struct{ apitest.Log }
 func (s *syncBuffer) waitFor(t *testing.T, pattern string) []string {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(s.String()); m != nil {
-			return m
+	var m []string
+	testenv.EventuallyNil(t, 20*time.Second, func() error {
+		if m = re.FindStringSubmatch(s.String()); m == nil {
+			return fmt.Errorf("no %q in the output:\n%s", pattern, s.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the output:\n%s", pattern, s.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return m
 }
 
 // eventually polls cond until it holds; it fails the test after a while.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, cond, "still waiting for %s", what)
 }
 
 // clientServer starts perch serve for the client commands' tests, with

@@ -252,9 +252,12 @@ func TestClusterOfThreeInstances(t *testing.T) {
 	for _, l := range clients {
 		u, _ := strconv.Atoi(l.user)
 		want := accepted[u]
-		for !slices.Equal(l.received(), want) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Poll(time.Until(deadline), func() error {
+			if !slices.Equal(l.received(), want) {
+				return errors.New("not yet")
+			}
+			return nil
+		})
 		got := l.received()
 		if !slices.Equal(got, want) {
 			t.Fatalf("a client of user %d received %d events %v\nwant %d %v", u, len(got), got, len(want), want)

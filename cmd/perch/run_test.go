@@ -18,6 +18,7 @@ import (
 
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -108,18 +109,14 @@ func startServerOutput(t *testing.T, env map[string]string, logs io.Writer) (str
 
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("server never became healthy")
+		res.Body.Close()
+		return res.StatusCode == 200
+	}, "server never became healthy")
 }
 
 // call sends a JSON request and decodes the JSON answer.

@@ -10,6 +10,7 @@ import (
 var fast = Params{Memory: 64, Time: 1, Threads: 1}
 
 func TestPasswordRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := HashPassword("correct horse battery", fast)
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=64,t=1,p=1$") {
 		t.Fatalf("hash = %q", h)
@@ -26,6 +27,7 @@ func TestPasswordRoundTrip(t *testing.T) {
 }
 
 func TestCheckPasswordRefusesMalformedHashes(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{"", "plain", "$argon2i$v=19$m=64,t=1,p=1$c2FsdA$a2V5", "$argon2id$v=19$m=0,t=1,p=1$c2FsdA$a2V5",
 		"$argon2id$v=19$m=64,t=1,p=1$!!$a2V5", "$argon2id$v=18$m=64,t=1,p=1$c2FsdA$a2V5", "$argon2id$v=19$m=99999999,t=1,p=1$c2FsdA$a2V5"} {
 		if CheckPassword(h, "anything") {
@@ -38,6 +40,7 @@ func TestCheckPasswordRefusesMalformedHashes(t *testing.T) {
 }
 
 func TestNewToken(t *testing.T) {
+	t.Parallel()
 	raw, hash := NewToken("pat_")
 	if !strings.HasPrefix(raw, "pat_") || len(raw) != 4+52 {
 		t.Fatalf("raw = %q (%d)", raw, len(raw))
@@ -57,6 +60,7 @@ func TestNewToken(t *testing.T) {
 }
 
 func TestNewUserCode(t *testing.T) {
+	t.Parallel()
 	seen := map[byte]bool{}
 	for range 200 {
 		code, hash := NewUserCode()
@@ -78,6 +82,7 @@ func TestNewUserCode(t *testing.T) {
 }
 
 func TestDummyHashUsesDefaultParams(t *testing.T) {
+	t.Parallel()
 	p, _, _, err := decodeHash(dummyHash)
 	if err != nil || p != DefaultParams {
 		t.Fatalf("dummyHash params = %+v, %v; want %+v: regenerate it with HashPassword(..., DefaultParams)", p, err, DefaultParams)

@@ -10,6 +10,7 @@ import (
 func isPlan(s string) bool { return s == "solo" || s == "team" || s == "enterprise" }
 
 func TestParsePrices(t *testing.T) {
+	t.Parallel()
 	good := []struct {
 		in   string
 		want Prices
@@ -64,6 +65,7 @@ func TestParsePrices(t *testing.T) {
 }
 
 func TestPlanOf(t *testing.T) {
+	t.Parallel()
 	prices := Prices{"solo": "price_solo", "team": "price_team"}
 	for _, p := range []Provider{
 		NewStripe("sk_test_123", "", prices, nil),
@@ -82,6 +84,7 @@ func TestPlanOf(t *testing.T) {
 }
 
 func TestCheckoutNeedsAPriceAndAnOrganisation(t *testing.T) {
+	t.Parallel()
 	prices := Prices{"solo": "price_solo"}
 	for _, p := range []Provider{
 		NewStripe("sk_test_123", "http://127.0.0.1:1", prices, nil),

@@ -23,6 +23,7 @@ const (
 var paddlePrices = Prices{"solo": paddleSolo, "team": paddleTeam, "enterprise": "pri_01gsz91wy9k1yn7kx82aafwvea"}
 
 func TestPaddleCheckout(t *testing.T) {
+	t.Parallel()
 	fake := paddlefake.Start(t, paddleKey, paddleSolo, paddleTeam)
 	p := NewPaddle(paddleKey, fake.URL(), paddlePrices, nil)
 	if p.Name() != perch.BillingPaddle {
@@ -58,6 +59,7 @@ func TestPaddleCheckout(t *testing.T) {
 }
 
 func TestPaddlePortal(t *testing.T) {
+	t.Parallel()
 	fake := paddlefake.Start(t, paddleKey)
 	p := NewPaddle(paddleKey, fake.URL(), paddlePrices, nil)
 
@@ -78,6 +80,7 @@ func TestPaddlePortal(t *testing.T) {
 }
 
 func TestPaddleErrors(t *testing.T) {
+	t.Parallel()
 	fake := paddlefake.Start(t, paddleKey, paddleSolo) // the team price is not in Paddle's catalog
 	p := NewPaddle(paddleKey, fake.URL(), paddlePrices, nil)
 	solo := CheckoutRequest{OrgID: "org_1", Plan: "solo"}

@@ -27,6 +27,7 @@ func mustHTTPS(t *testing.T, what, u string) {
 // checks it against Stripe's OpenAPI description: a parameter Stripe does
 // not have fails.
 func TestStripeAgainstStripeMock(t *testing.T) {
+	t.Parallel()
 	base := testenv.StripeMock(t)
 	p := NewStripe("sk_test_123", base, stripePrices, nil)
 	if p.Name() != perch.BillingStripe {
@@ -66,6 +67,7 @@ func TestStripeAgainstStripeMock(t *testing.T) {
 // stripe-mock does not echo, and checks that two providers in one process
 // each use their own key.
 func TestStripeSendsWhatDESIGNSays(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var keys []string
 	var forms []url.Values

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSignInsPerServerWithADefault(t *testing.T) {
+	t.Parallel()
 	s, _ := Open(t.TempDir())
 	if _, err := s.Get(""); !errors.Is(err, ErrNotSignedIn) {
 		t.Fatalf("Get on an empty store: %v", err)
@@ -43,6 +44,7 @@ func TestSignInsPerServerWithADefault(t *testing.T) {
 }
 
 func TestNormalizeServer(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"https://perch.example.com/": "https://perch.example.com",
 		" http://127.0.0.1:8080 ":    "http://127.0.0.1:8080",
@@ -62,6 +64,7 @@ func TestNormalizeServer(t *testing.T) {
 // Two processes holding the same spent pair renew once: the second adopts
 // what the first stored instead of spending the rotated refresh token again.
 func TestRenewalsAreSharedAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	one, _ := Open(dir)
 	two, _ := Open(dir)
@@ -100,6 +103,7 @@ func TestRenewalsAreSharedAcrossProcesses(t *testing.T) {
 }
 
 func TestLastIDPerServerAndConsumer(t *testing.T) {
+	t.Parallel()
 	s, _ := Open(t.TempDir())
 	if id := s.LastID("https://a", "listen"); id != "" {
 		t.Fatalf("fresh LastID = %q", id)

@@ -172,6 +172,7 @@ func (s *server) next1(tb testing.TB) call {
 }
 
 func TestNotifyBySeverity(t *testing.T) {
+	t.Parallel()
 	addr := mustBus(t)
 	srv := mustServer(t, addr, "body", "actions")
 	n := mustNotifier(t, addr)
@@ -211,6 +212,7 @@ func TestNotifyBySeverity(t *testing.T) {
 }
 
 func TestBodyIsEscapedForMarkupServers(t *testing.T) {
+	t.Parallel()
 	addr := mustBus(t)
 	srv := mustServer(t, addr, "body", "body-markup")
 	n := mustNotifier(t, addr)
@@ -223,6 +225,7 @@ func TestBodyIsEscapedForMarkupServers(t *testing.T) {
 }
 
 func TestClickIsReported(t *testing.T) {
+	t.Parallel()
 	addr := mustBus(t)
 	srv := mustServer(t, addr, "actions")
 	n := mustNotifier(t, addr)
@@ -249,6 +252,7 @@ func TestClickIsReported(t *testing.T) {
 }
 
 func TestNoServer(t *testing.T) {
+	t.Parallel()
 	addr := mustBus(t)
 	n := mustNotifier(t, addr)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -259,6 +263,7 @@ func TestNoServer(t *testing.T) {
 }
 
 func TestSessionAddress(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	if a, err := SessionAddress(env(map[string]string{"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"})); err != nil || a != "unix:path=/run/user/1000/bus" {
@@ -273,6 +278,7 @@ func TestSessionAddress(t *testing.T) {
 }
 
 func TestHasTrayHost(t *testing.T) {
+	t.Parallel()
 	addr := mustBus(t)
 	n := mustNotifier(t, addr)
 	if has, err := n.HasTrayHost(t.Context()); err != nil || has {
@@ -292,6 +298,7 @@ func TestHasTrayHost(t *testing.T) {
 }
 
 func TestDoneWhenTheBusGoesAway(t *testing.T) {
+	t.Parallel()
 	addr, kill := mustBusKillable(t)
 	n := mustNotifier(t, addr)
 	select {

@@ -2,7 +2,6 @@ package fanout
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -10,9 +9,11 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/fanout/fanouttest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 func TestLocal(t *testing.T) {
+	t.Parallel()
 	fanouttest.Run(t, func(t *testing.T) []perch.Fanout {
 		l := NewLocal()
 		return []perch.Fanout{l, l}
@@ -20,6 +21,7 @@ func TestLocal(t *testing.T) {
 }
 
 func TestLocalSlowSubscriberDoesNotBlockPublish(t *testing.T) {
+	t.Parallel()
 	l := NewLocal()
 	l.queueSize = 4
 	release := make(chan struct{})
@@ -81,6 +83,7 @@ func TestLocalSlowSubscriberDoesNotBlockPublish(t *testing.T) {
 }
 
 func TestLocalPublishAfterCancel(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := NewLocal().Publish(ctx, message(0)); err == nil {
@@ -124,15 +127,14 @@ func BenchmarkLocalPublish(b *testing.B) {
 
 // waitDrained waits until no subscription of l has anything queued.
 func waitDrained(b *testing.B, l *Local) {
-	deadline := time.Now().Add(fanouttest.Timeout)
-	for _, s := range *l.subs.Load() {
-		for queued(s) > 0 {
-			if time.Now().After(deadline) {
-				b.Fatal("subscribers did not drain their queues")
+	testenv.Eventually(b, fanouttest.Timeout, func() bool {
+		for _, s := range *l.subs.Load() {
+			if queued(s) > 0 {
+				return false
 			}
-			runtime.Gosched()
 		}
-	}
+		return true
+	}, "subscribers did not drain their queues")
 }
 
 func queued(s *localSub) int {

@@ -26,6 +26,7 @@ import (
 const redisURLEnv = "PERCH_TEST_REDIS_URL"
 
 func TestRedis(t *testing.T) {
+	t.Parallel()
 	redisOptions(t)
 	fanouttest.Run(t, func(t *testing.T) []perch.Fanout {
 		channel, log := uniqueName(t), testLogger(t)
@@ -38,6 +39,7 @@ func TestRedis(t *testing.T) {
 }
 
 func TestRedisResubscribesAfterConnectionKilled(t *testing.T) {
+	t.Parallel()
 	opt := redisOptions(t)
 	opt.ClientName = uniqueName(t) // to kill this subscriber's connection and no other
 	channel, log := uniqueName(t), testLogger(t)
@@ -57,6 +59,7 @@ func TestRedisResubscribesAfterConnectionKilled(t *testing.T) {
 }
 
 func TestRedisResubscribesAfterSilentPeer(t *testing.T) {
+	t.Parallel()
 	channel, log := uniqueName(t), testLogger(t)
 	pub := NewRedis(newRedisClient(t, redisOptions(t)), channel, log.Logger)
 	opt := redisOptions(t)
@@ -77,6 +80,7 @@ func TestRedisResubscribesAfterSilentPeer(t *testing.T) {
 }
 
 func TestRedisSkipsForeignMessages(t *testing.T) {
+	t.Parallel()
 	channel, log := uniqueName(t), testLogger(t)
 	client := newRedisClient(t, redisOptions(t))
 	f := NewRedis(client, channel, log.Logger)
@@ -93,6 +97,7 @@ func TestRedisSkipsForeignMessages(t *testing.T) {
 }
 
 func TestRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1: this needs no Redis server.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { client.Close() })

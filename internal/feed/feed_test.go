@@ -17,6 +17,7 @@ import (
 	"github.com/perch-dev/perch/internal/feed"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // Every subscription starts goroutines; none may outlive its test.
@@ -101,6 +102,7 @@ func insert(t *testing.T, s *store.Store, f perch.Fanout, titles ...string) {
 // notification no one announced (its wake-up lost) comes with the next
 // poll; what was stored before the subscription is not delivered.
 func TestFeedDeliversBothLogsInOrder(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		f := feed.New(s, nil, testPoll, quiet)
 		insert(t, s, f, "before")
@@ -138,6 +140,7 @@ func TestFeedDeliversBothLogsInOrder(t *testing.T) {
 // TestFeedKeepsEveryField: a notification comes out of the log as the
 // writer announced it.
 func TestFeedKeepsEveryField(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		f := feed.New(s, nil, testPoll, quiet)
 		sub := subscribe(t, f)
@@ -178,6 +181,7 @@ func (l *lossy) Publish(ctx context.Context, m perch.FanoutMessage) error {
 // by its poll, with nothing more stored and nothing skipped; WakeupHealth
 // says so, and clears once a wake-up goes out.
 func TestFeedAcrossInstances(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		transport := &lossy{Fanout: fanout.NewLocal()}
 		one, two := feed.New(s, transport, testPoll, quiet), feed.New(s, transport, testPoll, quiet)
@@ -197,13 +201,9 @@ func TestFeedAcrossInstances(t *testing.T) {
 				t.Fatalf("delivered %s", got)
 			}
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for one.WakeupHealth() == nil { // the wake-up goes out after the publish
-			if time.Now().After(deadline) {
-				t.Fatal("WakeupHealth never reported the failing transport")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		// The wake-up goes out after the publish.
+		testenv.Eventually(t, 10*time.Second, func() bool { return one.WakeupHealth() != nil },
+			"WakeupHealth never reported the failing transport")
 		transport.lose.Store(false)
 		insert(t, s, one, "after")
 		for _, sub := range []*subscriber{subOne, subTwo} {
@@ -211,12 +211,7 @@ func TestFeedAcrossInstances(t *testing.T) {
 				t.Fatalf("delivered %s", got)
 			}
 		}
-		for one.WakeupHealth() != nil {
-			if time.Now().After(deadline) {
-				t.Fatal("WakeupHealth never cleared")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testenv.Eventually(t, 10*time.Second, func() bool { return one.WakeupHealth() == nil }, "WakeupHealth never cleared")
 	})
 }
 
@@ -224,6 +219,7 @@ func TestFeedAcrossInstances(t *testing.T) {
 // retention overtook is told (lost), so its clients replay from the store
 // and learn of the gap there; then it goes on from what is kept.
 func TestFeedTellsOfNotificationsPrunedBeforeTheyWereRead(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

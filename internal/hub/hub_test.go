@@ -23,6 +23,7 @@ func received(c *Client) []int64 {
 }
 
 func TestDeliverByAudience(t *testing.T) {
+	t.Parallel()
 	h := New()
 	ada := NewClient(perch.Audience{UserID: "ada", OrgID: "a", TeamIDs: []string{"ops"}}, 8, nop)
 	bob := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8, nop)
@@ -52,6 +53,7 @@ func TestDeliverByAudience(t *testing.T) {
 }
 
 func TestSlowClientIsDroppedWithoutHoldingUpOthers(t *testing.T) {
+	t.Parallel()
 	h := New()
 	slow := NewClient(perch.Audience{UserID: "slow", OrgID: "a"}, 2, nop)
 	fast := NewClient(perch.Audience{UserID: "fast", OrgID: "a"}, 100, nop)
@@ -69,6 +71,7 @@ func TestSlowClientIsDroppedWithoutHoldingUpOthers(t *testing.T) {
 }
 
 func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
+	t.Parallel()
 	h := New()
 	var calls [2]int
 	ada1 := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, func() { calls[0]++ })
@@ -101,6 +104,7 @@ func TestReadAndGrantsConcernOnlyTheUser(t *testing.T) {
 // TestGrantsDropOnlyClientsOfAnOldAudience: a client that connected after
 // the change has the new audience already, and is not made to reconnect.
 func TestGrantsDropOnlyClientsOfAnOldAudience(t *testing.T) {
+	t.Parallel()
 	h := New()
 	before := NewClient(perch.Audience{UserID: "bob", OrgID: "a"}, 8, nop)
 	after := NewClient(perch.Audience{UserID: "bob", OrgID: "a", TeamIDs: []string{"t2", "t1"}}, 8, nop)
@@ -117,6 +121,7 @@ func TestGrantsDropOnlyClientsOfAnOldAudience(t *testing.T) {
 }
 
 func TestRevocationDropsOnlyWhatTheCredentialOpened(t *testing.T) {
+	t.Parallel()
 	h := New()
 	client := func(user, session, token string) *Client {
 		c := NewClient(perch.Audience{UserID: user, OrgID: "a"}, 8, nop)
@@ -149,6 +154,7 @@ func TestRevocationDropsOnlyWhatTheCredentialOpened(t *testing.T) {
 }
 
 func TestNotificationFrame(t *testing.T) {
+	t.Parallel()
 	f := NotificationFrame(&perch.Notification{ID: "42", Title: "T", Scope: perch.Scope{Type: perch.ScopeAll}})
 	if f.ID != 42 || !strings.HasPrefix(string(f.Data), `{"type":"notification","data":{"id":"42",`) {
 		t.Fatalf("frame %d %s", f.ID, f.Data)
@@ -158,6 +164,7 @@ func TestNotificationFrame(t *testing.T) {
 // notify is called when frames start waiting, not for every frame, so that
 // a busy client's writer is started once per burst; and once when dropped.
 func TestNotifyOncePerBurstAndOnDrop(t *testing.T) {
+	t.Parallel()
 	h := New()
 	calls := 0
 	c := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, func() { calls++ })
@@ -184,6 +191,7 @@ func TestNotifyOncePerBurstAndOnDrop(t *testing.T) {
 }
 
 func TestAFrameIsEncodedOnceForEveryClient(t *testing.T) {
+	t.Parallel()
 	f := NotificationFrame(&perch.Notification{ID: "7", Title: "Deploy finished"})
 	calls := 0
 	encode := func(data []byte) []byte {

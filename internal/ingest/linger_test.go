@@ -11,6 +11,7 @@ import (
 	"github.com/perch-dev/perch/internal/fanout"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // TestLingersOnlyUnderConcurrency drives the writer's lingering by hand: it
@@ -19,6 +20,7 @@ import (
 // a linger that runs out lowers what it waits for, and a lone delivery after
 // that never waits.
 func TestLingersOnlyUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	s := storetest.New(t, store.SQLite)
 	w := New(s, fanout.NewLocal(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	lingering := make(chan time.Duration, 1)
@@ -48,11 +50,7 @@ func TestLingersOnlyUnderConcurrency(t *testing.T) {
 	}
 	taken := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); len(w.reqs) > 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the writer did not take what was queued")
-			}
-		}
+		testenv.Eventually(t, 10*time.Second, func() bool { return len(w.reqs) == 0 }, "the writer did not take what was queued")
 	}
 	lingered := func() time.Duration {
 		t.Helper()

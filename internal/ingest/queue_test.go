@@ -17,6 +17,7 @@ import (
 // gives up when its caller does; and once the writer has stopped, it is
 // refused rather than left waiting.
 func TestWriteWaitsForRoomOnlyAsLongAsItMay(t *testing.T) {
+	t.Parallel()
 	w := New(storetest.New(t, store.SQLite), fanout.NewLocal(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for range cap(w.reqs) { // the writer is not running: nothing is taken
 		w.reqs <- &request{reply: make(chan reply, 1)}

@@ -19,6 +19,7 @@ import (
 // stored, cleaned (those links dropped), and a redelivery of the long key is
 // still recognised.
 func TestTextThatCannotBeStoredDoesNotFailTheBatch(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		w := start(t, s, fanout.NewLocal())
 		ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -77,6 +78,7 @@ func next(t *testing.T, got <-chan perch.FanoutMessage) perch.FanoutMessage {
 // store is the log clients replay from); once it is back, notifications
 // flow again.
 func TestAcceptsWhileFanoutIsDown(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		f := &flaky{Fanout: fanout.NewLocal()}
 		got, _ := subscribe(t, f)
@@ -96,8 +98,9 @@ func TestAcceptsWhileFanoutIsDown(t *testing.T) {
 		f.broken.Store(false)
 		// Publishing pauses for a moment after a failure; write until it
 		// resumes.
-		deadline := time.Now().Add(10 * time.Second)
-		for i := 0; ; i++ {
+		i := 0
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			i++
 			if _, err := w.Write(ctx, event(fmt.Sprintf("after %d", i))); err != nil {
 				t.Fatal(err)
 			}
@@ -106,13 +109,11 @@ func TestAcceptsWhileFanoutIsDown(t *testing.T) {
 				if m.Kind != perch.FanoutNotification || m.Notification.Title != fmt.Sprintf("after %d", i) {
 					t.Fatalf("first message after the outage is %+v; want notification %q", m, fmt.Sprintf("after %d", i))
 				}
-				return
+				return true
 			case <-time.After(50 * time.Millisecond):
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("publishing never resumed")
-			}
-		}
+		}, "publishing never resumed")
 	})
 }
 
@@ -130,6 +131,7 @@ func (f *slow) Publish(ctx context.Context, m perch.FanoutMessage) error {
 // given, so a reader that has seen id n never later finds a smaller one,
 // however the commits and the reads interleave.
 func TestInstancesDeliverInIDOrder(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.DSN(t, store.Postgres)
 	// Wake-ups take a while, as a network round trip does.
 	transport := &slow{Fanout: fanout.NewLocal()}

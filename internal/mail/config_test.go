@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		raw  string
 		want Config
@@ -36,6 +37,7 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestParseURLErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ raw, want string }{
 		{"", "empty"},
 		{"http://mail.example.com", `scheme "http" is not supported`},
@@ -68,6 +70,7 @@ func TestParseURLErrors(t *testing.T) {
 }
 
 func TestConfigHidesPassword(t *testing.T) {
+	t.Parallel()
 	cfg, err := ParseURL("smtps://user:hunter2@mail.example.com")
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ func logRecords(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // clear, and its link and bodies sealed: the store is given nothing that
 // holds the link, and the key opens the message sent, whole.
 func TestOutboxStoresSealedAndLogs(t *testing.T) {
+	t.Parallel()
 	store := &memStore{}
 	box := mustBox(t)
 	logger, buf := jsonLogger()
@@ -112,6 +113,7 @@ func TestOutboxStoresSealedAndLogs(t *testing.T) {
 }
 
 func TestOutboxStoreFailure(t *testing.T) {
+	t.Parallel()
 	store := &memStore{err: errors.New("disk full")}
 	logger, buf := jsonLogger()
 	m := VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok")
@@ -129,6 +131,7 @@ func TestOutboxStoreFailure(t *testing.T) {
 // envelope and withholds the link and bodies, and the log says which
 // setting would keep them, without the link.
 func TestOutboxWithoutAKeyWithholdsTheLink(t *testing.T) {
+	t.Parallel()
 	store := &memStore{}
 	logger, buf := jsonLogger()
 	m := Invitation("bob@example.org", "Ada", "Analytical", "admin", "https://perch.example.com/invitations/accept?token=inv_tok")
@@ -157,6 +160,7 @@ func TestOutboxWithoutAKeyWithholdsTheLink(t *testing.T) {
 // A kept message opens only with the key it was sealed under; mail an
 // older Perch kept in the clear reads as it is.
 func TestKeptOpensOnlyWithItsKey(t *testing.T) {
+	t.Parallel()
 	box := mustBox(t)
 	k := Keep(VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok"), box)
 	if _, err := k.Open(mustBox(t)); !errors.Is(err, secrets.ErrOtherKey) {
@@ -172,6 +176,7 @@ func TestKeptOpensOnlyWithItsKey(t *testing.T) {
 }
 
 func TestMailerChoosesPerSend(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOptions{})
 	cfg := mustParse(t, ts.URL("smtp", testUser, testPass))
 	store := &memStore{}
@@ -210,6 +215,7 @@ func TestMailerChoosesPerSend(t *testing.T) {
 }
 
 func TestMailerSourceError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("settings unavailable")
 	ml := NewMailer(func(context.Context) (Config, bool, error) { return Config{}, false, boom }, &memStore{}, nil, nil)
 	if err := ml.Send(t.Context(), Message{}); !errors.Is(err, boom) {
@@ -218,6 +224,7 @@ func TestMailerSourceError(t *testing.T) {
 }
 
 func TestMailerLogsWithoutPassword(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOptions{})
 	logger, buf := jsonLogger()
 	ml := NewMailer(StaticSource(mustParse(t, ts.URL("smtp", testUser, testPass)), true), nil, nil, logger)

@@ -38,6 +38,7 @@ func send(t *testing.T, cfg Config, m Message) error {
 }
 
 func TestSMTPDeliversMultipartMessage(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOptions{})
 	link := "https://perch.example.com/verify?token=abc&next=%2Fhome"
 	m := VerifyEmail("ada@example.org", "Ada", link)
@@ -91,6 +92,7 @@ func TestSMTPDeliversMultipartMessage(t *testing.T) {
 }
 
 func TestSMTPTLSModes(t *testing.T) {
+	t.Parallel()
 	serverTLS, roots := newCert(t)
 	plain := startServer(t, serverOptions{})
 	startTLS := startServer(t, serverOptions{startTLS: serverTLS})
@@ -184,6 +186,7 @@ func silentServer(t *testing.T) *net.TCPAddr {
 }
 
 func TestSMTPHonoursContext(t *testing.T) {
+	t.Parallel()
 	addr := silentServer(t)
 	s, err := NewSMTP(Config{Host: "127.0.0.1", Port: addr.Port, From: testFrom})
 	if err != nil {
@@ -214,6 +217,7 @@ func TestSMTPHonoursContext(t *testing.T) {
 }
 
 func TestNewSMTPRejectsIncompleteConfig(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{Port: 587, From: testFrom},
 		{Host: "mail.example.com", Port: 587},
@@ -227,6 +231,7 @@ func TestNewSMTPRejectsIncompleteConfig(t *testing.T) {
 }
 
 func TestSMTPWithoutTLSNeverUpgrades(t *testing.T) {
+	t.Parallel()
 	serverTLS, _ := newCert(t)
 	startTLS := startServer(t, serverOptions{startTLS: serverTLS})
 	cfg := mustParse(t, startTLS.URL("smtp", testUser, testPass))
@@ -242,6 +247,7 @@ func TestSMTPWithoutTLSNeverUpgrades(t *testing.T) {
 }
 
 func TestSMTPDeliverAnswersTheServersReply(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOptions{})
 	s, err := NewSMTP(mustParse(t, ts.URL("smtp", testUser, testPass)))
 	if err != nil {
@@ -257,6 +263,7 @@ func TestSMTPDeliverAnswersTheServersReply(t *testing.T) {
 }
 
 func TestSMTPSendsOneClickUnsubscribe(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOptions{})
 	unsubscribe := "https://perch.example.com/api/v1/newsletter/unsubscribe?token=abc.def"
 	m := Newsletter("ada@example.org", "Spring news", "Hello", "https://perch.example.com/newsletter/unsubscribe?token=abc.def", unsubscribe)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestTemplatesRenderEveryKind(t *testing.T) {
+	t.Parallel()
 	const (
 		evil = `<script>alert("x")</script>`
 		link = "https://perch.example.com/t/abc?x=1&y=2"
@@ -69,6 +70,7 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 }
 
 func TestSubjectIsOneLine(t *testing.T) {
+	t.Parallel()
 	m := Invitation("bob@example.org", "Eve\r\nBcc: victim@example.org", "Acme", "member", "https://x.test/i")
 	if strings.ContainsAny(m.Subject, "\r\n") {
 		t.Errorf("Subject = %q, want a single line", m.Subject)
@@ -76,6 +78,7 @@ func TestSubjectIsOneLine(t *testing.T) {
 }
 
 func TestUnsafeLinkIsNeutralised(t *testing.T) {
+	t.Parallel()
 	m := VerifyEmail("ada@example.org", "Ada", "javascript:alert(1)")
 	if strings.Contains(m.HTML, `href="javascript:`) {
 		t.Errorf("HTML links to javascript:\n%s", m.HTML)
@@ -83,6 +86,7 @@ func TestUnsafeLinkIsNeutralised(t *testing.T) {
 }
 
 func TestOptionalFields(t *testing.T) {
+	t.Parallel()
 	m := VerifyEmail("ada@example.org", "", "https://x.test/v")
 	if !strings.HasPrefix(m.Text, "Hi,\n") {
 		t.Errorf("text without a name starts %q", strings.SplitN(m.Text, "\n", 2)[0])
@@ -94,6 +98,7 @@ func TestOptionalFields(t *testing.T) {
 }
 
 func TestNewsletterCarriesItsLines(t *testing.T) {
+	t.Parallel()
 	m := Newsletter("ada@example.org", "Spring", "First line\n\nThird line", "https://x.test/page", "https://x.test/api")
 	if m.Unsubscribe != "https://x.test/api" || m.Link != "https://x.test/page" {
 		t.Errorf("links = %q and %q", m.Link, m.Unsubscribe)

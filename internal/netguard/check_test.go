@@ -95,6 +95,7 @@ var publicAddrs = []string{
 }
 
 func TestCheckRefuses(t *testing.T) {
+	t.Parallel()
 	var g Guard
 	for _, tt := range refusedAddrs {
 		t.Run(tt.addr, func(t *testing.T) {
@@ -110,6 +111,7 @@ func TestCheckRefuses(t *testing.T) {
 }
 
 func TestCheckRefusesIPv4MappedForms(t *testing.T) {
+	t.Parallel()
 	var g Guard
 	for _, tt := range refusedAddrs {
 		a := netip.MustParseAddr(tt.addr)
@@ -124,6 +126,7 @@ func TestCheckRefusesIPv4MappedForms(t *testing.T) {
 }
 
 func TestCheckAllowsPublicAddresses(t *testing.T) {
+	t.Parallel()
 	var g Guard
 	for _, addr := range publicAddrs {
 		if err := g.Check(netip.MustParseAddr(addr)); err != nil {
@@ -133,6 +136,7 @@ func TestCheckAllowsPublicAddresses(t *testing.T) {
 }
 
 func TestCheckAllowPrivateAllowsAll(t *testing.T) {
+	t.Parallel()
 	g := Guard{AllowPrivate: true}
 	for _, tt := range refusedAddrs {
 		if err := g.Check(netip.MustParseAddr(tt.addr)); err != nil {
@@ -142,6 +146,7 @@ func TestCheckAllowPrivateAllowsAll(t *testing.T) {
 }
 
 func TestCheckRefusesTheZeroAddr(t *testing.T) {
+	t.Parallel()
 	for _, g := range []*Guard{nil, {}, {AllowPrivate: true}} {
 		if err := g.Check(netip.Addr{}); !errors.Is(err, ErrRefused) {
 			t.Errorf("Check(netip.Addr{}) = %v, want a refusal", err)
@@ -154,6 +159,7 @@ func TestCheckRefusesTheZeroAddr(t *testing.T) {
 // the forms that carry a loopback address to another host (NAT64, 6to4,
 // IPv4-compatible, IPv4-translated), nor any private or metadata address.
 func TestCheckAllowLoopbackAllowsTheHostAlone(t *testing.T) {
+	t.Parallel()
 	g := Guard{AllowLoopback: true}
 	for _, addr := range []string{"127.0.0.1", "127.255.255.254", "::1", "::ffff:127.0.0.1"} {
 		if err := g.Check(netip.MustParseAddr(addr)); err != nil {

@@ -128,6 +128,7 @@ func get(c *http.Client, rawURL string) (string, error) {
 }
 
 func TestClientRefusesEverySpellingOfLoopback(t *testing.T) {
+	t.Parallel()
 	srv := mustServer(t, ok)
 	g := &Guard{Resolver: newResolver(map[string][]string{"localhost": {"127.0.0.1"}})}
 	c := mustClient(t, g)
@@ -147,6 +148,7 @@ func TestClientRefusesEverySpellingOfLoopback(t *testing.T) {
 }
 
 func TestDialRefusesNamesThatResolveToRefusedAddresses(t *testing.T) {
+	t.Parallel()
 	r := newResolver(map[string][]string{
 		"metadata.test": {"169.254.169.254"},
 		"intranet.test": {"10.0.0.5"},
@@ -178,6 +180,7 @@ func TestDialRefusesNamesThatResolveToRefusedAddresses(t *testing.T) {
 }
 
 func TestDialDialsTheCheckedAddressNotTheNameAgain(t *testing.T) {
+	t.Parallel()
 	r := newResolver(map[string][]string{"public.test": {"93.184.216.34"}})
 	d := &dialRecorder{}
 	g := &Guard{Resolver: r, dial: d.dial}
@@ -193,6 +196,7 @@ func TestDialDialsTheCheckedAddressNotTheNameAgain(t *testing.T) {
 }
 
 func TestDialTriesEachCheckedAddressOfTheNetwork(t *testing.T) {
+	t.Parallel()
 	r := newResolver(map[string][]string{"two.test": {"2606:4700::1111", "93.184.216.34"}})
 	for _, tt := range []struct {
 		network string
@@ -214,6 +218,7 @@ func TestDialTriesEachCheckedAddressOfTheNetwork(t *testing.T) {
 }
 
 func TestDialErrors(t *testing.T) {
+	t.Parallel()
 	d := &dialRecorder{}
 	g := &Guard{Resolver: newResolver(nil), dial: d.dial}
 	for _, tt := range []struct {
@@ -254,6 +259,7 @@ func loopbackAllowed(names map[string][]string) (*Guard, *dialRecorder) {
 }
 
 func TestClientChecksEveryRedirect(t *testing.T) {
+	t.Parallel()
 	for _, target := range []string{
 		"http://intranet.test/",
 		"http://10.0.0.5/",
@@ -283,6 +289,7 @@ func TestClientChecksEveryRedirect(t *testing.T) {
 }
 
 func TestClientRedirects(t *testing.T) {
+	t.Parallel()
 	srv := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		if _, err := fmt.Sscanf(r.URL.Path, "/hops/%d", &n); err == nil && n > 0 {
@@ -321,6 +328,7 @@ func TestClientRedirects(t *testing.T) {
 }
 
 func TestClientDropsTheSignatureOnARedirectToAnotherHost(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]string{} // path → signature header received
 	record := func(w http.ResponseWriter, r *http.Request) {
@@ -368,6 +376,7 @@ func TestClientDropsTheSignatureOnARedirectToAnotherHost(t *testing.T) {
 }
 
 func TestAllowPrivateReachesLoopback(t *testing.T) {
+	t.Parallel()
 	srv := mustServer(t, ok)
 	g := &Guard{AllowPrivate: true, Resolver: newResolver(map[string][]string{"localhost": {"127.0.0.1"}})}
 	c := mustClient(t, g)
@@ -387,6 +396,7 @@ func TestAllowPrivateReachesLoopback(t *testing.T) {
 // dialling, the forms that only carry a loopback address and the names
 // that resolve to private or metadata addresses.
 func TestAllowLoopbackReachesLoopbackAlone(t *testing.T) {
+	t.Parallel()
 	srv := mustServer(t, ok)
 	d := &dialRecorder{real: true} // dials loopback only, whatever the guard says
 	g := &Guard{AllowLoopback: true, dial: d.dial, Resolver: newResolver(map[string][]string{
@@ -417,6 +427,7 @@ func TestAllowLoopbackReachesLoopbackAlone(t *testing.T) {
 }
 
 func TestTheDialerChecksTheAddressAgainAsItConnects(t *testing.T) {
+	t.Parallel()
 	srv := mustServer(t, ok)
 	var g Guard // no dial hook: the real dialer and its check
 	if _, err := g.baseDial(t.Context(), "tcp", "127.0.0.1:"+srv.port); !errors.Is(err, ErrRefused) {
@@ -428,6 +439,7 @@ func TestTheDialerChecksTheAddressAgainAsItConnects(t *testing.T) {
 }
 
 func TestClientTakesNoProxyFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	var g Guard
 	c := g.Client(time.Second)
 	tr, isTransport := c.Transport.(*http.Transport)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestHostAddrReadsEverySpellingOfAnAddress(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ host, want string }{
 		{"127.0.0.1", "127.0.0.1"},
 		{"127.1", "127.0.0.1"},
@@ -37,6 +38,7 @@ func TestHostAddrReadsEverySpellingOfAnAddress(t *testing.T) {
 }
 
 func TestHostAddrLeavesNamesToTheResolver(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{
 		"localhost",
 		"example.com",
@@ -54,6 +56,7 @@ func TestHostAddrLeavesNamesToTheResolver(t *testing.T) {
 }
 
 func TestHostAddrRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{
 		"",
 		".",

@@ -17,6 +17,7 @@ func (broken) Allow(context.Context, string, perch.Limit, int) (perch.RateResult
 }
 
 func TestFallbackLimitsLocallyWhileTheSharedLimiterIsDown(t *testing.T) {
+	t.Parallel()
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	local := NewMemory()
 	local.Now = c.now

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // limiter is an implementation under test and the clock it runs on.
@@ -35,6 +36,7 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func TestAllowsABurstThenRefuses(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		// A long period, so that real time refills nothing meanwhile.
 		l := perch.Limit{Count: 10, Period: 15 * time.Minute}
@@ -60,6 +62,7 @@ func TestAllowsABurstThenRefuses(t *testing.T) {
 // TestCountsSeveralUnitsAtOnce: an anonymous delivery counts the
 // notifications it would make; a refusal spends nothing.
 func TestCountsSeveralUnitsAtOnce(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		l := perch.Limit{Count: 10, Period: 15 * time.Minute}
 		steps := []struct {
@@ -80,6 +83,7 @@ func TestCountsSeveralUnitsAtOnce(t *testing.T) {
 }
 
 func TestKeysAreIndependent(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		l := perch.Limit{Count: 2, Period: time.Hour}
 		exhaust(t, lim, "a", l)
@@ -93,6 +97,7 @@ func TestKeysAreIndependent(t *testing.T) {
 }
 
 func TestLimitsAreIndependent(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		exhaust(t, lim, "a", perch.Limit{Count: 2, Period: time.Hour})
 		if res := allow(t, lim, "a", perch.Limit{Count: 3, Period: time.Hour}); !res.Allowed || res.Remaining != 2 {
@@ -102,6 +107,7 @@ func TestLimitsAreIndependent(t *testing.T) {
 }
 
 func TestRefillsAfterRetryAfter(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, func(t *testing.T, lim limiter) {
 		l := perch.Limit{Count: 2, Period: 200 * time.Millisecond}
 		refusedAt := time.Now()
@@ -118,13 +124,8 @@ func TestRefillsAfterRetryAfter(t *testing.T) {
 		}
 		// Real time: poll, with a deadline, and check that it was not
 		// allowed early (a little slack for the two clocks' reads).
-		deadline := time.Now().Add(res.RetryAfter + 5*time.Second)
-		for !allow(t, lim, "a", l).Allowed {
-			if time.Now().After(deadline) {
-				t.Fatalf("still refused %s after RetryAfter %s", 5*time.Second, res.RetryAfter)
-			}
-			time.Sleep(5 * time.Millisecond) // polling interval, not a wait for the result
-		}
+		testenv.Eventually(t, res.RetryAfter+5*time.Second, func() bool { return allow(t, lim, "a", l).Allowed },
+			"still refused %s after RetryAfter %s", 5*time.Second, res.RetryAfter)
 		if waited := time.Since(refusedAt); waited < res.RetryAfter-5*time.Millisecond {
 			t.Errorf("allowed after %s, before RetryAfter %s", waited, res.RetryAfter)
 		}

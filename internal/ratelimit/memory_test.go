@@ -11,6 +11,7 @@ import (
 // On a fake clock Memory's times are exact; the shared tests check only
 // what real time allows.
 func TestMemoryTimesAreExact(t *testing.T) {
+	t.Parallel()
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	m := NewMemory()
 	m.Now = c.now
@@ -34,6 +35,7 @@ func TestMemoryTimesAreExact(t *testing.T) {
 }
 
 func TestMemoryForgetsIdleKeys(t *testing.T) {
+	t.Parallel()
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	m := NewMemory()
 	m.Now = c.now

@@ -19,6 +19,7 @@ const redisURLEnv = "PERCH_TEST_REDIS_URL"
 
 // Two instances, each with its own client, count against one allowance.
 func TestRedisSharedByInstances(t *testing.T) {
+	t.Parallel()
 	prefix := uniquePrefix(t)
 	instances := []limiter{
 		{RateLimiter: NewRedis(newRedisClient(t), prefix)},
@@ -39,6 +40,7 @@ func TestRedisSharedByInstances(t *testing.T) {
 
 // redis_rate alone reports one request too few here; see remaining.
 func TestRedisRemainingWhenIntervalIsInexact(t *testing.T) {
+	t.Parallel()
 	lim := limiter{RateLimiter: NewRedis(newRedisClient(t), uniquePrefix(t))}
 	for _, l := range []perch.Limit{
 		{Count: 2, Period: 200 * time.Millisecond},
@@ -55,6 +57,7 @@ func TestRedisRemainingWhenIntervalIsInexact(t *testing.T) {
 }
 
 func TestRedisRejectsInvalidLimits(t *testing.T) {
+	t.Parallel()
 	// Checked before Redis is asked: this needs no server.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { client.Close() })
@@ -67,6 +70,7 @@ func TestRedisRejectsInvalidLimits(t *testing.T) {
 }
 
 func TestRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1: this needs no Redis server.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { client.Close() })

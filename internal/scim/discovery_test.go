@@ -30,6 +30,7 @@ func at(tb testing.TB, v any, path ...any) any {
 }
 
 func TestServiceProviderConfig(t *testing.T) {
+	t.Parallel()
 	doc := decoded(t, ServiceProviderConfig(base+"/"))
 	tests := []struct {
 		path []any
@@ -58,6 +59,7 @@ func TestServiceProviderConfig(t *testing.T) {
 }
 
 func TestResourceTypes(t *testing.T) {
+	t.Parallel()
 	list := decoded(t, ResourceTypes(base))
 	if got := at(t, list, "totalResults"); got != 1.0 {
 		t.Errorf("totalResults = %v, want 1", got)
@@ -91,6 +93,7 @@ func TestResourceTypes(t *testing.T) {
 }
 
 func TestSchemas(t *testing.T) {
+	t.Parallel()
 	list := decoded(t, Schemas(base))
 	if got := at(t, list, "totalResults"); got != 2.0 {
 		t.Fatalf("totalResults = %v, want 2", got)
@@ -139,6 +142,7 @@ func TestSchemas(t *testing.T) {
 }
 
 func TestSchema(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{UserSchema, EnterpriseSchema, "URN:IETF:PARAMS:SCIM:SCHEMAS:CORE:2.0:USER"} {
 		doc, ok := Schema(base, id)
 		if !ok {

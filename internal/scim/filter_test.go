@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseFilter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		filter string
 		want   Filter
@@ -60,6 +61,7 @@ func TestParseFilter(t *testing.T) {
 }
 
 func TestParseFilterRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		filter string
 		detail string // a part of the detail
@@ -120,6 +122,7 @@ func TestParseFilterRefuses(t *testing.T) {
 }
 
 func TestFilterString(t *testing.T) {
+	t.Parallel()
 	f := Filter{{"username", "a@b.c"}, {"active", true}, {"externalid", nil}, {"x", 1.5}, {"y", `<"&>`}}
 	want := `username eq "a@b.c" and active eq true and externalid eq null and x eq 1.5 and y eq "<\"&>"`
 	if got := f.String(); got != want {

@@ -26,6 +26,7 @@ func ann() User {
 }
 
 func TestApplyPatchFixtures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		create, patch string
 		change        func(u *User)
@@ -61,6 +62,7 @@ func TestApplyPatchFixtures(t *testing.T) {
 }
 
 func TestApplyPatchMultivaluedFixtureKeepsPrimary(t *testing.T) {
+	t.Parallel()
 	u, err := DecodeUser(fixture(t, "entra/create_user.request.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestApplyPatchMultivaluedFixtureKeepsPrimary(t *testing.T) {
 }
 
 func TestApplyPatch(t *testing.T) {
+	t.Parallel()
 	const enterprise = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 	tests := []struct {
 		name   string
@@ -178,6 +181,7 @@ func TestApplyPatch(t *testing.T) {
 }
 
 func TestApplyPatchRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		body     string
@@ -250,6 +254,7 @@ func TestApplyPatchRefuses(t *testing.T) {
 }
 
 func TestApplyPatchIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	in := ann()
 	body := patchBody(
 		`{"op":"replace","path":"emails[type eq \"work\"].value","value":"new@x.y"}`,
@@ -271,6 +276,7 @@ func TestApplyPatchIsAllOrNothing(t *testing.T) {
 }
 
 func TestApplyPatchLeavesItsInputAlone(t *testing.T) {
+	t.Parallel()
 	in := ann()
 	body := patchBody(
 		`{"op":"replace","path":"emails[type eq \"work\"].value","value":"new@x.y"}`,

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParsePath(t *testing.T) {
+	t.Parallel()
 	const enterprise = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:user"
 	tests := []struct {
 		path string
@@ -46,6 +47,7 @@ func TestParsePath(t *testing.T) {
 }
 
 func TestParsePathRefuses(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{
 		``, `.a`, `a.`, `a..b`, `a[`, `a[]`, `a[type eq "x"`, `a b`, `a.b.c`,
 		`1a`, `a[type sw "x"]`, `a[type eq "x"]b`, `a[type eq "x"].`, `a[b.c eq "x"]`,

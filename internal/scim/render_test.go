@@ -9,6 +9,7 @@ import (
 )
 
 func TestRender(t *testing.T) {
+	t.Parallel()
 	paris := time.FixedZone("CEST", 2*60*60)
 	meta := Meta{
 		Created:      time.Date(2026, 3, 1, 10, 0, 0, 0, paris),
@@ -64,6 +65,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestRenderCopiesEmails(t *testing.T) {
+	t.Parallel()
 	u := ann()
 	r := Render(u, "u1", Meta{})
 	r.Emails[0].Value = "changed@x.y"
@@ -73,6 +75,7 @@ func TestRenderCopiesEmails(t *testing.T) {
 }
 
 func TestETag(t *testing.T) {
+	t.Parallel()
 	base := ann()
 	tag := ETag(base, "u1")
 	if !regexp.MustCompile(`^W/"[0-9a-f]{16}"$`).MatchString(tag) {
@@ -118,6 +121,7 @@ func TestETag(t *testing.T) {
 }
 
 func TestNewList(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		total int

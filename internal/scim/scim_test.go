@@ -59,6 +59,7 @@ func decoded(tb testing.TB, v any) map[string]any {
 }
 
 func TestErrorJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  *Error
@@ -79,6 +80,7 @@ func TestErrorJSON(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
+	t.Parallel()
 	err := Errorf(http.StatusConflict, Uniqueness, "%q is taken.", "a@b.c")
 	if got, want := err.Error(), `scim 409 uniqueness: "a@b.c" is taken.`; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDecodeUserFixtures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file      string
 		want      User
@@ -52,6 +53,7 @@ func TestDecodeUserFixtures(t *testing.T) {
 }
 
 func TestDecodeUser(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -92,6 +94,7 @@ func TestDecodeUser(t *testing.T) {
 }
 
 func TestDecodeUserRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		body     string
@@ -146,6 +149,7 @@ func TestDecodeUserRefuses(t *testing.T) {
 }
 
 func TestUserEmail(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		user User
@@ -170,6 +174,7 @@ func TestUserEmail(t *testing.T) {
 }
 
 func TestUserAccountName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		user User

@@ -22,6 +22,7 @@ func mustBox(t *testing.T, key []byte) *Box {
 }
 
 func TestSealOpensBack(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, NewKey())
 	for _, plain := range [][]byte{nil, []byte("x"), []byte("hunter2 correct horse"), bytes.Repeat([]byte{0}, 4096)} {
 		sealed := b.Seal(plain)
@@ -39,6 +40,7 @@ func TestSealOpensBack(t *testing.T) {
 }
 
 func TestSealUsesAFreshNonceEachTime(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, NewKey())
 	one, two := b.Seal([]byte("same")), b.Seal([]byte("same"))
 	if bytes.Equal(one, two) {
@@ -50,6 +52,7 @@ func TestSealUsesAFreshNonceEachTime(t *testing.T) {
 }
 
 func TestOpenRefusesAlteredValues(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, NewKey())
 	sealed := b.Seal([]byte("the SMTP password"))
 	// Every byte after the version and key id, flipped in turn: the nonce,
@@ -72,6 +75,7 @@ func TestOpenRefusesAlteredValues(t *testing.T) {
 }
 
 func TestOpenUnderAnotherKeyFailsClearly(t *testing.T) {
+	t.Parallel()
 	sealed := mustBox(t, NewKey()).Seal([]byte("secret"))
 	_, err := mustBox(t, NewKey()).Open(sealed)
 	if !errors.Is(err, ErrOtherKey) {
@@ -90,6 +94,7 @@ func TestOpenUnderAnotherKeyFailsClearly(t *testing.T) {
 }
 
 func TestOpenNamesAnUnknownFormat(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, NewKey())
 	sealed := b.Seal([]byte("secret"))
 	sealed[0] = 9
@@ -99,6 +104,7 @@ func TestOpenNamesAnUnknownFormat(t *testing.T) {
 }
 
 func TestNewRefusesKeysOfTheWrongSize(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 16, 31, 33, 64} {
 		if _, err := New(make([]byte, n)); err == nil {
 			t.Errorf("New with a %d-byte key succeeded", n)
@@ -107,6 +113,7 @@ func TestNewRefusesKeysOfTheWrongSize(t *testing.T) {
 }
 
 func TestSignAndVerify(t *testing.T) {
+	t.Parallel()
 	key := NewKey()
 	b := mustBox(t, key)
 	sig := b.Sign("unsubscribe", []byte("user-1"))
@@ -129,6 +136,7 @@ func TestSignAndVerify(t *testing.T) {
 }
 
 func TestParseKey(t *testing.T) {
+	t.Parallel()
 	key := NewKey()
 	for _, s := range []string{
 		base64.StdEncoding.EncodeToString(key),
@@ -157,6 +165,7 @@ func TestParseKey(t *testing.T) {
 }
 
 func TestKeyFileIsMadeOnceAndReused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), KeyFileName)
 	key, created, err := LoadOrCreateKeyFile(path)
 	if err != nil || !created || len(key) != KeySize {
@@ -181,6 +190,7 @@ func TestKeyFileIsMadeOnceAndReused(t *testing.T) {
 }
 
 func TestKeyFileMadeConcurrentlyIsOneKey(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), KeyFileName)
 	const n = 8
 	keys := make([][]byte, n)
@@ -210,6 +220,7 @@ func TestKeyFileMadeConcurrentlyIsOneKey(t *testing.T) {
 }
 
 func TestKeyFileThatHoldsNoKeyIsAnError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), KeyFileName)
 	if err := os.WriteFile(path, []byte("garbage\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSealWithTokenOpensBackWithTheSameTokenOnly(t *testing.T) {
+	t.Parallel()
 	state := rand.Text()
 	plain := []byte("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
 	sealed := SealWithToken(state, "oauth verifier", plain)
@@ -42,6 +43,7 @@ func TestSealWithTokenOpensBackWithTheSameTokenOnly(t *testing.T) {
 }
 
 func TestOpenWithTokenRefusesAlteredValues(t *testing.T) {
+	t.Parallel()
 	state := rand.Text()
 	sealed := SealWithToken(state, "p", []byte("a nonce"))
 	for i := 1; i < len(sealed); i++ {

@@ -16,6 +16,7 @@ import (
 // fixtures, in place, and checks the event Perch makes of it. The files that
 // hold only an event's data are wrapped in their provider's envelope first.
 func TestBillingFixtures(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(testenv.FixturesDir(t), "webhooks")
 	const wrappedID = "evt_wrapped_fixture"
 

@@ -51,6 +51,7 @@ const (
 )
 
 func TestVerifyPaddleSignatureVector(t *testing.T) {
+	t.Parallel()
 	body, err := os.ReadFile(filepath.Join(testenv.FixturesDir(t), "webhooks", "paddle", "price.created.signed_vector.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestVerifyPaddleSignatureVector(t *testing.T) {
 }
 
 func TestVerifyPaddleSignature(t *testing.T) {
+	t.Parallel()
 	const secret = "pdl_ntfset_test"
 	body := []byte(`{"event_id":"evt_1","event_type":"subscription.updated"}`)
 	now := time.Unix(1_750_000_000, 0)
@@ -104,6 +106,7 @@ func TestVerifyPaddleSignature(t *testing.T) {
 }
 
 func TestVerifyStripeSignature(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_test_secret"
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid"}`)
 	signedAt := time.Unix(1_750_000_000, 0)
@@ -135,6 +138,7 @@ func TestVerifyStripeSignature(t *testing.T) {
 // TestVerifyStripeSignatureAgreesWithStripeGo checks, at the real clock that
 // stripe-go reads, that both accept and refuse the same deliveries.
 func TestVerifyStripeSignatureAgreesWithStripeGo(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_agree"
 	body := []byte(`{"id":"evt_2","object":"event"}`)
 	now := time.Now()
@@ -161,6 +165,7 @@ func TestVerifyStripeSignatureAgreesWithStripeGo(t *testing.T) {
 }
 
 func TestVerifyWithoutSecret(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{}`)
 	now := time.Unix(1_750_000_000, 0)
 	for name, err := range map[string]error{
@@ -174,6 +179,7 @@ func TestVerifyWithoutSecret(t *testing.T) {
 }
 
 func TestSignatureToleranceDefault(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{}`)
 	now := time.Unix(1_750_000_000, 0)
 	header := SignPaddle("s", body, now)

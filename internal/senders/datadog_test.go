@@ -11,6 +11,7 @@ const cpuSummary = "CPU has been above 90% for 10 minutes. Check the runbook. " 
 	"system.cpu.user over host:web-1 was > 90.0 on average during the last 10m."
 
 func TestDatadog(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body []byte
@@ -85,6 +86,7 @@ func TestDatadog(t *testing.T) {
 }
 
 func TestDatadogBadRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body, message string
 	}{

@@ -13,6 +13,7 @@ import (
 // TestSharedFixtures feeds every payload listed in the shared EXPECTED.json
 // through the parser for its receiver and checks what the notification shows.
 func TestSharedFixtures(t *testing.T) {
+	t.Parallel()
 	// The senders' own published payloads, read in place, never copied here.
 	sharedFixtures, cases := testenv.WebhookCases(t)
 

@@ -16,6 +16,7 @@ const (
 )
 
 func TestGitHub(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, kind string
 		want       Result
@@ -97,6 +98,7 @@ func TestGitHub(t *testing.T) {
 
 // GitHub can be set to post the JSON as the payload field of a form.
 func TestGitHubForm(t *testing.T) {
+	t.Parallel()
 	body := mustRead(t, "github/pull_request.opened.json")
 	form := url.Values{"payload": {string(body)}}.Encode()
 
@@ -113,6 +115,7 @@ func TestGitHubForm(t *testing.T) {
 }
 
 func TestGitHubSparsePayloads(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, kind, body string
 		want             perch.Event
@@ -146,6 +149,7 @@ func TestGitHubSparsePayloads(t *testing.T) {
 }
 
 func TestGitHubBadRequest(t *testing.T) {
+	t.Parallel()
 	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
 	tests := []struct {
 		name    string

@@ -9,6 +9,7 @@ import (
 )
 
 func TestInbound(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body []byte
@@ -61,6 +62,7 @@ func TestInbound(t *testing.T) {
 }
 
 func TestInboundBadRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body, message string
 	}{

@@ -15,6 +15,7 @@ func paddleBody(eventType, data string) []byte {
 }
 
 func TestPaddleEvent(t *testing.T) {
+	t.Parallel()
 	occurred := rfc3339(t, "2024-04-12T10:18:49.738971Z")
 	event := func(eventType string, e perch.BillingEvent) perch.BillingEvent {
 		e.Provider, e.ID, e.Type, e.OccurredAt = perch.BillingPaddle, "evt_01", eventType, occurred
@@ -92,6 +93,7 @@ func TestPaddleEvent(t *testing.T) {
 }
 
 func TestPaddleEventRefuses(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", maxBillingID+1)
 	const at = `"occurred_at":"2024-04-12T10:18:49Z"`
 	cases := []struct {

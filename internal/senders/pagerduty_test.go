@@ -15,6 +15,7 @@ const (
 )
 
 func TestPagerDuty(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		body      []byte
@@ -132,6 +133,7 @@ func TestPagerDuty(t *testing.T) {
 }
 
 func TestPagerDutyBadRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body, message string
 	}{

@@ -76,6 +76,7 @@ func monitorEvent(e perch.Event) perch.Event {
 func events(e ...perch.Event) Result { return Result{Events: e} }
 
 func TestClip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		n    int
@@ -95,6 +96,7 @@ func TestClip(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"  plain  ":               "plain",
 		"two\nlines":              "two lines",
@@ -110,12 +112,14 @@ func TestOneLine(t *testing.T) {
 }
 
 func TestMultiLine(t *testing.T) {
+	t.Parallel()
 	if got, want := multiLine("a\r\nb\x00c\td\x1b[0m"), "a\nbc\td[0m"; got != want {
 		t.Errorf("multiLine = %q, want %q", got, want)
 	}
 }
 
 func TestWebURL(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"https://github.com/acme/widgets/pull/1": "https://github.com/acme/widgets/pull/1",
 		" http://example.com/x ":                 "http://example.com/x",
@@ -135,6 +139,7 @@ func TestWebURL(t *testing.T) {
 }
 
 func TestDeliveryID(t *testing.T) {
+	t.Parallel()
 	if got := deliveryID(" abc\x00def\xff "); got != "abc def" {
 		t.Errorf("deliveryID = %q", got)
 	}

@@ -17,6 +17,7 @@ func sign(secret, body string) string {
 }
 
 func TestVerifyGitHubSignature(t *testing.T) {
+	t.Parallel()
 	const secret, body = "It's a Secret to Everybody", "Hello, World!"
 	good := sign(secret, body)
 	// GitHub's documentation gives this value for the secret and body above.
@@ -53,6 +54,7 @@ func TestVerifyGitHubSignature(t *testing.T) {
 }
 
 func TestVerifyPagerDutySignature(t *testing.T) {
+	t.Parallel()
 	const secret = "ChangeMe-pd-webhook-secret"
 	body := `{"event":{"id":"01HRZ8M3J6K2D9Q4T7V1B5N0XA","event_type":"incident.triggered"}}`
 	good := sign(secret, body)

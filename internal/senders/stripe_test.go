@@ -19,6 +19,7 @@ func stripeBody(eventType, object, previous string) []byte {
 }
 
 func TestStripeEvent(t *testing.T) {
+	t.Parallel()
 	envelope := perch.BillingEvent{Provider: perch.BillingStripe, ID: "evt_1", OccurredAt: unix(1700000000)}
 	event := func(eventType string, e perch.BillingEvent) perch.BillingEvent {
 		e.Provider, e.ID, e.Type, e.OccurredAt = envelope.Provider, envelope.ID, eventType, envelope.OccurredAt
@@ -120,6 +121,7 @@ func TestStripeEvent(t *testing.T) {
 }
 
 func TestStripeEventRefuses(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", maxBillingID+1)
 	cases := []struct {
 		name, body string

@@ -136,13 +136,8 @@ func TestDeliveryGoesOnWhileRedisIsDown(t *testing.T) {
 		}
 		c.nothingMore()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for feedOne.WakeupHealth() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the storing instance never said its wake-ups fail")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return feedOne.WakeupHealth() != nil },
+		"the storing instance never said its wake-ups fail")
 	// Still ready (delivery goes on), and saying what is wrong.
 	ready := expect(t, one.call("GET", "/readyz", "", nil), 200)
 	if ready.Body["status"] != "degraded" || !strings.HasPrefix(fmt.Sprint(lookup(ready.Body, "checks.wakeups")), "failing") {

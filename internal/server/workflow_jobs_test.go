@@ -18,6 +18,7 @@ import (
 	"github.com/perch-dev/perch/internal/netguard"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // forwarded is one request a test receiver got.
@@ -494,12 +495,6 @@ func TestWorkflowWorkerWakes(t *testing.T) {
 		queueForward(t, a, owner.OrgID, rc.url, "whsec_x", workflowNotification(a, owner.OrgID))
 		a.srv.wakeWorker()
 		a.srv.wakeWorker() // a second wake while one is pending does not block
-		deadline := time.Now().Add(10 * time.Second)
-		for len(rc.requests()) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the woken worker did not forward within 10s")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testenv.Eventually(t, 10*time.Second, func() bool { return len(rc.requests()) > 0 }, "the woken worker did not forward")
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // unmaskedTextFrame is a text frame as only a server may send it: FIN,
@@ -42,11 +43,7 @@ func TestAnUnmaskedClientFrameClosesWithProtocolError(t *testing.T) {
 	s := dialRaw(t, ts, ada.Access)
 	s.conn.Write(unmaskedTextFrame(`{"type":"read","data":{"ids":["1"]}}`))
 	wantProtocolErrorClose(t, s)
-	for deadline := time.Now().Add(10 * time.Second); a.srv.hub.Len() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the client is still in the hub")
-		}
-	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return a.srv.hub.Len() == 0 }, "the client is still in the hub")
 }
 
 // TestAnUnmaskedFrameSentWithTheHandshakeClosesWithProtocolError: a frame

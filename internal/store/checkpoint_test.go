@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // TestSQLiteCheckpointsInTheBackground writes several times the 1,000 pages
@@ -16,6 +18,7 @@ import (
 // writer is set to leave that to the background, which then copies the whole
 // log into the database file.
 func TestSQLiteCheckpointsInTheBackground(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "perch.db"))
 	if err != nil {
@@ -41,13 +44,11 @@ func TestSQLiteCheckpointsInTheBackground(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.EventuallyNil(t, 15*time.Second, func() error {
 		runs, last := s.LastCheckpoint()
 		if last != nil && last.Frames > 0 && last.Checkpointed == last.Frames {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d background checkpoints the log is still not copied: %+v", runs, last)
-		}
-	}
+		return fmt.Errorf("after %d background checkpoints the log is still not copied: %+v", runs, last)
+	})
 }

@@ -18,6 +18,7 @@ import (
 // runs as and nobody else (0600; SQLite alone makes them 0644 under the
 // usual umask); an existing database keeps the mode its operator gave it.
 func TestSQLiteFilesAreTheOwnersAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "perch.db")
 	s, err := Open(ctx, path)

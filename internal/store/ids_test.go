@@ -8,6 +8,7 @@ import (
 // Timed ids are plain ids of 20 characters that sort as their times do,
 // and differ within one millisecond.
 func TestTimedIDsSortByTime(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 24, 4, 30, 0, 0, time.UTC)
 	prev := newTimedID(at.Add(-time.Millisecond))
 	seen := map[string]bool{}

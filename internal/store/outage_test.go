@@ -23,6 +23,7 @@ import (
 // database unable to serve, and only those, are outages, whatever their
 // text says; so are a connection that was never made or broke.
 func TestOutagesAreKnownByTheirCodes(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +78,7 @@ func TestOutagesAreKnownByTheirCodes(t *testing.T) {
 // (a database capped at its size), a read-only database, a lock held past
 // the busy timeout, a file that cannot be opened; a unique clash is not.
 func TestSQLiteOutagesAreKnownByTheirCodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "raw.db")
 	open := func(pragmas string) *sql.DB {
@@ -144,6 +146,7 @@ func TestSQLiteOutagesAreKnownByTheirCodes(t *testing.T) {
 // other write, with unavailable naming the full disk, counts the batches in
 // a row, and recovers with the first that goes in once there is room.
 func TestSQLiteFullDiskIsAnOutage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "perch.db"))
 	if err != nil {

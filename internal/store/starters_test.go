@@ -53,6 +53,7 @@ func marketplace(tb testing.TB, s *store.Store) map[string]*store.Listing {
 }
 
 func TestSeedStarterWorkflowsListsEachOnceAuthoredByPerch(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -102,6 +103,7 @@ func TestSeedStarterWorkflowsListsEachOnceAuthoredByPerch(t *testing.T) {
 }
 
 func TestSeedStarterWorkflowsRepublishesAChangedStarter(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -164,6 +166,7 @@ func TestSeedStarterWorkflowsRepublishesAChangedStarter(t *testing.T) {
 }
 
 func TestSeedStarterWorkflowsWithdrawsAStarterNoLongerShipped(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		mustSeed(t, s, starters())
@@ -186,6 +189,7 @@ func TestSeedStarterWorkflowsWithdrawsAStarterNoLongerShipped(t *testing.T) {
 }
 
 func TestSeedStarterWorkflowsOnEveryInstanceAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -209,6 +213,7 @@ func TestSeedStarterWorkflowsOnEveryInstanceAtOnce(t *testing.T) {
 }
 
 func TestSeedStarterWorkflowsRefusesIDsTheStoreCannotPage(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		bad := starter("wf_starter_quiet", "Quiet", "")
 		err := s.SeedStarterWorkflows(context.Background(), "Perch", []*perch.Workflow{bad})

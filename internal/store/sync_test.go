@@ -11,6 +11,7 @@ import (
 // readers and the checkpointer (NORMAL, 1, when not given; FULL, 2), and
 // Open refuses any other value.
 func TestSQLiteSyncSetsHowCommitsReachTheDisk(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		opts []Option

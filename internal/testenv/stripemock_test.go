@@ -8,6 +8,7 @@ import (
 )
 
 func TestStripeMockAnswersStripesAPI(t *testing.T) {
+	t.Parallel()
 	base := StripeMock(t)
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("base URL %q is not on the loopback interface", base)
@@ -34,6 +35,7 @@ func TestStripeMockAnswersStripesAPI(t *testing.T) {
 }
 
 func TestTwoStripeMocksRunSideBySide(t *testing.T) {
+	t.Parallel()
 	a, b := StripeMock(t), StripeMock(t)
 	if a == b {
 		t.Fatalf("both stripe-mocks answer at %s", a)

@@ -31,6 +31,7 @@ func count(img image.Image, c color.NRGBA) int {
 }
 
 func TestIconStatesDiffer(t *testing.T) {
+	t.Parallel()
 	states := []IconState{
 		{"", 0},
 		{"info", 1}, {"warning", 1}, {"error", 1},
@@ -51,6 +52,7 @@ func TestIconStatesDiffer(t *testing.T) {
 }
 
 func TestIconTint(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		state IconState
 		tint  color.NRGBA
@@ -69,6 +71,7 @@ func TestIconTint(t *testing.T) {
 }
 
 func TestBadgeOnlyWithACount(t *testing.T) {
+	t.Parallel()
 	if n := count(decode(t, Icon(IconState{"", 0})), badgeFill); n != 0 {
 		t.Errorf("with nothing unread, %d badge pixels", n)
 	}
@@ -85,6 +88,7 @@ func TestBadgeOnlyWithACount(t *testing.T) {
 }
 
 func TestManyUnreadShareOneIcon(t *testing.T) {
+	t.Parallel()
 	if !bytes.Equal(Icon(IconState{"error", 10}), Icon(IconState{"error", 250})) {
 		t.Error("10 and 250 unread should both draw 9+")
 	}
@@ -94,6 +98,7 @@ func TestManyUnreadShareOneIcon(t *testing.T) {
 }
 
 func TestItemIcons(t *testing.T) {
+	t.Parallel()
 	unread := decode(t, ItemIcon("error", false))
 	read := decode(t, ItemIcon("error", true))
 	if color.NRGBAModel.Convert(unread.At(8, 8)) != tintError {

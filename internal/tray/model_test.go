@@ -67,6 +67,7 @@ func play(m *Model, steps ...step) (last Change, popups []Popup) {
 }
 
 func TestUnreadCountsAndSeverity(t *testing.T) {
+	t.Parallel()
 	const info, warning, errorSev = perch.SeverityInfo, perch.SeverityWarning, perch.SeverityError
 	tests := []struct {
 		name         string
@@ -117,6 +118,7 @@ func TestUnreadCountsAndSeverity(t *testing.T) {
 }
 
 func TestChangesAreReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup []step
@@ -153,6 +155,7 @@ func TestChangesAreReported(t *testing.T) {
 }
 
 func TestMenuOrder(t *testing.T) {
+	t.Parallel()
 	m := New(Limits{MenuItems: 2})
 	play(m,
 		arrives("1", "Code", "info"),
@@ -185,6 +188,7 @@ func TestMenuOrder(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
+	t.Parallel()
 	m := New(Limits{PerTab: 3, Total: 5})
 	for i := 1; i <= 4; i++ {
 		m.Add(&perch.Notification{ID: fmt.Sprint(i), Tab: "Code", Severity: "info"})
@@ -219,6 +223,7 @@ func TestBounds(t *testing.T) {
 }
 
 func TestPopups(t *testing.T) {
+	t.Parallel()
 	single := func(id, tab, severity string) Popup {
 		return Popup{ID: id, Summary: "title " + id, Body: "message " + id + "\n" + tab, Severity: severity, URL: "https://example.com/" + id}
 	}
@@ -262,6 +267,7 @@ func TestPopups(t *testing.T) {
 }
 
 func TestStatusAndTooltip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		steps       []step
@@ -302,6 +308,7 @@ func TestStatusAndTooltip(t *testing.T) {
 }
 
 func TestPausedIsExposed(t *testing.T) {
+	t.Parallel()
 	m := New(DefaultLimits)
 	if m.Paused() || m.View().Paused {
 		t.Fatal("a new model is paused")
@@ -313,6 +320,7 @@ func TestPausedIsExposed(t *testing.T) {
 }
 
 func TestLabels(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 100)
 	tests := []struct{ got, want string }{
 		{TabView{Name: "Code", Unread: 3}.Label(), "Code (3)"},
@@ -333,6 +341,7 @@ func TestLabels(t *testing.T) {
 // The UI reads the model from click handlers while the subscription writes
 // to it; run with -race.
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	m := New(Limits{PerTab: 5, Total: 10})
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -20,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // TestDashboardInTheBrowser walks the dashboard as a new user would, in a
@@ -102,20 +102,13 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	// must come to agree.
 	login := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": password}), 200)
 	access := login.Data()["access_token"].(string)
-	deadline := time.Now().Add(browserStepTimeout)
-	for {
+	testenv.Eventually(t, browserStepTimeout, func() bool {
 		list := expect(t, a.call("GET", "/api/v1/notifications", access, nil), 200).List()
 		if len(list) != 1 || list[0]["id"] != item.ID || list[0]["title"] != "Deploy finished" {
 			t.Fatalf("the API lists %v, want the one Deploy finished notification %s", list, item.ID)
 		}
-		if list[0]["read"] == true {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("marked read in the browser, but not read on the server")
-		}
-		waitABit(b.ctx)
-	}
+		return list[0]["read"] == true
+	}, "marked read in the browser, but not read on the server")
 
 	// API tokens: the raw token is shown once.
 	b.open("/api-tokens", "#label")
@@ -418,14 +411,5 @@ func checkConsole(t *testing.T, b *chrome, expected ...string) {
 	}
 	for _, e := range expected {
 		t.Errorf("browser console lacks the expected %s", e)
-	}
-}
-
-// waitABit pauses between two reads of the API while it catches up, or
-// returns when ctx ends.
-func waitABit(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(20 * time.Millisecond):
 	}
 }

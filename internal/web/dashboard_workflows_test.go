@@ -11,6 +11,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // The Workflows and Marketplace pages, over HTTP: an owner writes a
@@ -219,14 +220,13 @@ func TestDashboardWorkflowsOff(t *testing.T) {
 // writer stores after the receiver has answered, and returns its id.
 func waitForNotification(t *testing.T, a *site, by *account) string {
 	t.Helper()
-	deadline := time.Now().Add(browserStepTimeout)
-	for {
-		if list := expect(t, a.call("GET", "/api/v1/notifications", by.Access, nil), 200).List(); len(list) > 0 {
-			return list[0]["id"].(string)
+	var id string
+	testenv.Eventually(t, browserStepTimeout, func() bool {
+		list := expect(t, a.call("GET", "/api/v1/notifications", by.Access, nil), 200).List()
+		if len(list) > 0 {
+			id = list[0]["id"].(string)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the notification was never stored")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return id != ""
+	}, "the notification was never stored")
+	return id
 }

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	c := NewCache()
 	w := mustWorkflow(`event.severity == "error"`, perch.Step{Drop: &perch.DropStep{}})
 	program := func(w *perch.Workflow) *Program {
@@ -48,6 +49,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	c := NewCache()
 	var wg sync.WaitGroup
 	for i := range 8 {

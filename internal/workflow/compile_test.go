@@ -21,6 +21,7 @@ func mustWorkflow(condition string, steps ...perch.Step) *perch.Workflow {
 }
 
 func TestCompileAcceptsEachStepType(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]perch.Step{
 		"set":               {Set: map[string]string{"title": `event.title + " !"`, "severity": `"error"`, "message": "payload.text", "tab": `"Ops"`, "url": `"https://example.com"`}},
 		"route to a team":   {Route: &perch.RouteStep{Scope: "team", ID: "team_1"}},
@@ -49,6 +50,7 @@ func TestCompileAcceptsEachStepType(t *testing.T) {
 }
 
 func TestCompileRefuses(t *testing.T) {
+	t.Parallel()
 	drop := perch.Step{Drop: &perch.DropStep{}}
 	tooMany := make([]perch.Step, perch.MaxWorkflowSteps+1)
 	for i := range tooMany {
@@ -105,6 +107,7 @@ func TestCompileRefuses(t *testing.T) {
 }
 
 func TestCompileReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	_, err := Compile(&perch.Workflow{Condition: "evnt", Steps: []perch.Step{
 		{Set: map[string]string{"title": "1"}},
 		{Route: &perch.RouteStep{Scope: "everyone"}},
@@ -125,6 +128,7 @@ func TestCompileReportsEveryProblem(t *testing.T) {
 }
 
 func TestCompileCopiesTheWorkflow(t *testing.T) {
+	t.Parallel()
 	w := mustWorkflow("", perch.Step{Set: map[string]string{"title": `"a"`}}, perch.Step{Email: &perch.EmailStep{To: "owners"}})
 	p, err := Compile(w)
 	if err != nil {
@@ -138,6 +142,7 @@ func TestCompileCopiesTheWorkflow(t *testing.T) {
 }
 
 func TestCompileNil(t *testing.T) {
+	t.Parallel()
 	if _, err := Compile(nil); perch.ErrorCode(err) != perch.EVALIDATION {
 		t.Errorf("Compile(nil): %v", err)
 	}
@@ -147,6 +152,7 @@ func TestCompileNil(t *testing.T) {
 // without counting their cost; the rest count it as they run (and the
 // cost-limit cases of TestRunFailures show them stopped).
 func TestCompileBoundsCostStatically(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		expr    string
 		want    *cel.Type

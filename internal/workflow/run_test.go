@@ -41,6 +41,7 @@ func input() Input {
 }
 
 func TestRunCondition(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		condition string
 		payload   map[string]any
@@ -77,6 +78,7 @@ func TestRunCondition(t *testing.T) {
 }
 
 func TestRunSet(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "", perch.Step{Set: map[string]string{
 		"title":    `event.title + " !"`,
 		"severity": `payload.alert.priority == "P1" ? "error" : "warning"`,
@@ -99,6 +101,7 @@ func TestRunSet(t *testing.T) {
 }
 
 func TestRunRouteDropForwardEmail(t *testing.T) {
+	t.Parallel()
 	fwd := perch.ForwardStep{URL: "https://hooks.example.com/x", Secret: "k"}
 	p := mustCompile(t, "",
 		perch.Step{Route: &perch.RouteStep{Scope: "user", ID: "usr_7"}},
@@ -144,6 +147,7 @@ func (f *fakeThrottle) Throttle(_ context.Context, key string, max int, per time
 }
 
 func TestRunThrottle(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "", perch.Step{Throttle: &perch.ThrottleStep{Key: "event.source", Max: 2, Per: minute}},
 		perch.Step{Set: map[string]string{"title": `"throttled in"`}})
 	f := &fakeThrottle{counts: map[string]int{}}
@@ -174,6 +178,7 @@ func TestRunThrottle(t *testing.T) {
 }
 
 func TestRunDigest(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "", perch.Step{Set: map[string]string{"tab": `"Digest"`}},
 		perch.Step{Digest: &perch.DigestStep{Key: "event.scope.id", Window: 15 * minute}})
 	var held []perch.Notification
@@ -195,6 +200,7 @@ func TestRunDigest(t *testing.T) {
 }
 
 func TestRunFailsLeavingTheNotificationUnchanged(t *testing.T) {
+	t.Parallel()
 	set := func(field, expr string) perch.Step { return perch.Step{Set: map[string]string{field: expr}} }
 	bigList := make([]any, 5000)
 	for i := range bigList {
@@ -254,6 +260,7 @@ func TestRunFailsLeavingTheNotificationUnchanged(t *testing.T) {
 }
 
 func TestRunStopsWhenTheContextIsCancelled(t *testing.T) {
+	t.Parallel()
 	big := make([]any, 2000)
 	for i := range big {
 		big[i] = 1.0
@@ -271,6 +278,7 @@ func TestRunStopsWhenTheContextIsCancelled(t *testing.T) {
 // read as the payload map, and a body that is not a JSON object is an empty
 // payload rather than a failure.
 func TestRunPayloadFromBody(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `has(payload.alert) && payload.alert.priority == "P1" && payload.count >= 3`, perch.Step{Drop: &perch.DropStep{}})
 	body := NewPayload([]byte(`{"alert": {"priority": "P1"}, "count": 3}`))
 	for i := range 2 { // the second run reads what the first decoded
@@ -288,6 +296,7 @@ func TestRunPayloadFromBody(t *testing.T) {
 // A set step writes at most maxEventText bytes into a field, cut at a
 // character's boundary: the cost bounds of expressions count on it.
 func TestRunSetClipsLongText(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "", perch.Step{Set: map[string]string{"message": `string(payload.body)`, "title": `string(payload.title)`}})
 	long := strings.Repeat("é", maxEventText) // two bytes each
 	r := p.Run(t.Context(), Input{Notification: alert, Payload: map[string]any{"body": long, "title": "short"}}, Hooks{})

@@ -10,6 +10,7 @@ import (
 // TestAnswersAsPaddleDocuments checks the fake's refusals: each in Paddle's
 // error shape with the status and code its error reference gives.
 func TestAnswersAsPaddleDocuments(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "pdl_key", "pri_01gsz8x8sawmvhz1pv30nge1ke")
 	for _, tc := range []struct {
 		name, auth, path, contentType, body string

@@ -28,6 +28,7 @@ func wantCode(tb testing.TB, err error, code string) {
 }
 
 func TestCreateUserMakesOwnedOrgOnTrial(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -60,6 +61,7 @@ func TestCreateUserMakesOwnedOrgOnTrial(t *testing.T) {
 }
 
 func TestCreateUserEmailIsUniqueIgnoringCase(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		mustCreateUser(t, s, "Ada", "ada@example.com")
 		_, err := s.CreateUser(context.Background(), "Other Ada", "  ADA@example.COM ", "x")
@@ -73,6 +75,7 @@ func TestCreateUserEmailIsUniqueIgnoringCase(t *testing.T) {
 }
 
 func TestMissingRowsAreNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		_, err := s.User(ctx, "nope")
@@ -91,6 +94,7 @@ func TestMissingRowsAreNotFound(t *testing.T) {
 }
 
 func TestUserUpdates(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -126,6 +130,7 @@ func tokens(s *store.Store, tag string) store.SessionTokens {
 }
 
 func TestAccessTokensExpire(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -145,6 +150,7 @@ func TestAccessTokensExpire(t *testing.T) {
 }
 
 func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -175,6 +181,7 @@ func TestRefreshRotatesAndDetectsReuse(t *testing.T) {
 }
 
 func TestRefreshTokenExpires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -187,6 +194,7 @@ func TestRefreshTokenExpires(t *testing.T) {
 }
 
 func TestLogoutAndPasswordChangeRevokeSessions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -223,6 +231,7 @@ func TestLogoutAndPasswordChangeRevokeSessions(t *testing.T) {
 }
 
 func TestPruneSessionsKeepsLiveOnes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

@@ -16,6 +16,7 @@ func orgIDs(s *store.Store, q string) func(perch.Page) ([]string, string, error)
 }
 
 func TestAdminOrgsNewestFirstSearchedAndPaged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -52,6 +53,7 @@ func TestAdminOrgsNewestFirstSearchedAndPaged(t *testing.T) {
 }
 
 func TestAdminOrgDetailAndUpdate(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -99,6 +101,7 @@ func TestAdminOrgDetailAndUpdate(t *testing.T) {
 }
 
 func TestPlansCountSubscribersButNotCanceled(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		var orgs []string

@@ -55,6 +55,7 @@ func userIDs(s *store.Store, q string) func(perch.Page) ([]string, string, error
 }
 
 func TestAdminUsersNewestFirstSearchedAndPaged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -115,6 +116,7 @@ func TestAdminUsersNewestFirstSearchedAndPaged(t *testing.T) {
 }
 
 func TestDisablingAUserRefusesEveryCredential(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -200,6 +202,7 @@ func TestDisablingAUserRefusesEveryCredential(t *testing.T) {
 }
 
 func TestTheLastPlatformAdminStays(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		root := mustCreateUser(t, s, "Root", "root@example.com")
@@ -233,6 +236,7 @@ func TestTheLastPlatformAdminStays(t *testing.T) {
 }
 
 func TestLastSeenIsWrittenAtMostOnceAMinute(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

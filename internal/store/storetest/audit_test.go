@@ -41,6 +41,7 @@ func ids(entries []*perch.AuditEntry) []string {
 }
 
 func TestAuditLogReadsBackNewestFirstAPageAtATime(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -83,6 +84,7 @@ func TestAuditLogReadsBackNewestFirstAPageAtATime(t *testing.T) {
 }
 
 func TestAuditLogFilters(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -116,6 +118,7 @@ func TestAuditLogFilters(t *testing.T) {
 
 // EachAudit reads past its chunk size and keeps the filter across chunks.
 func TestAuditLogStreamsEveryEntry(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -158,6 +161,7 @@ func TestAuditLogStreamsEveryEntry(t *testing.T) {
 }
 
 func TestAuditLogPrunesPastRetention(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -178,6 +182,7 @@ func TestAuditLogPrunesPastRetention(t *testing.T) {
 
 // The table itself refuses to change an entry, whoever asks.
 func TestAuditEntriesCannotBeChanged(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			dsn := storetest.DSN(t, dialect)

@@ -17,6 +17,7 @@ import (
 // says why; an organisation named by an event that completes no checkout
 // it opened is not bound to anything. Paddle's custom_data the same.
 func TestApplyBillingEventFollowsTheBinding(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

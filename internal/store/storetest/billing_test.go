@@ -91,6 +91,7 @@ func wantOutcome(tb testing.TB, out *store.BillingOutcome, orgID string, duplica
 // TestApplyBillingEventToTheCheckoutsOrg: the completion of a checkout
 // the organisation opened binds the subscription and customer to it.
 func TestApplyBillingEventToTheCheckoutsOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -118,6 +119,7 @@ func TestApplyBillingEventToTheCheckoutsOrg(t *testing.T) {
 }
 
 func TestApplyBillingEventFindsTheOrgBySubscriptionThenCustomer(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -166,6 +168,7 @@ func TestApplyBillingEventFindsTheOrgBySubscriptionThenCustomer(t *testing.T) {
 }
 
 func TestApplyBillingEventTwiceIsADuplicate(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -196,6 +199,7 @@ func TestApplyBillingEventTwiceIsADuplicate(t *testing.T) {
 }
 
 func TestApplyBillingEventInOrder(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -229,6 +233,7 @@ func TestApplyBillingEventInOrder(t *testing.T) {
 }
 
 func TestApplyBillingEventForNoKnownOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -248,6 +253,7 @@ func TestApplyBillingEventForNoKnownOrg(t *testing.T) {
 }
 
 func TestApplyBillingEventRefusesWhatItCannotApply(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -304,6 +310,7 @@ func atOnce[T any](tb testing.TB, n int, fn func() (T, error)) []T {
 // TestApplyBillingEventOnceAtOnce: instances that receive the same event at
 // the same moment apply it once between them.
 func TestApplyBillingEventOnceAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
 		ev := checkoutEvent(t, s, ada.OrgID, "cs_1", "evt_1", s.Now())
@@ -336,6 +343,7 @@ func expiredIDs(list []store.ExpiredTrial) []string {
 }
 
 func TestExpireTrialsMovesUnpaidEndedTrialsToSolo(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -393,6 +401,7 @@ func TestExpireTrialsMovesUnpaidEndedTrialsToSolo(t *testing.T) {
 // TestExpireTrialsOnceAtOnce: instances running the job together move each
 // organisation once between them.
 func TestExpireTrialsOnceAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -414,6 +423,7 @@ func TestExpireTrialsOnceAtOnce(t *testing.T) {
 }
 
 func TestTrialsEndingSoonClaimsEachOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -465,6 +475,7 @@ func TestTrialsEndingSoonClaimsEachOnce(t *testing.T) {
 // TestTrialsEndingSoonAfterAPayment: a payment ends the notice cycle, so
 // that a trial given again later is told about again.
 func TestTrialsEndingSoonAfterAPayment(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -492,6 +503,7 @@ func TestTrialsEndingSoonAfterAPayment(t *testing.T) {
 // TestTrialsEndingSoonOnceAtOnce: instances running the notice job together
 // claim each organisation once between them.
 func TestTrialsEndingSoonOnceAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -515,6 +527,7 @@ func TestTrialsEndingSoonOnceAtOnce(t *testing.T) {
 }
 
 func TestOrgOwnersAndAdminsForBillingNotices(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -544,6 +557,7 @@ func TestOrgOwnersAndAdminsForBillingNotices(t *testing.T) {
 }
 
 func TestPruneBillingEventsForgetsOldEvents(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

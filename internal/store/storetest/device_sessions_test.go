@@ -38,6 +38,7 @@ func mustDevice(tb testing.TB, s *store.Store, id string) *perch.DeviceSession {
 }
 
 func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -107,6 +108,7 @@ func TestDeviceSessionApproveThenExchangeOnce(t *testing.T) {
 }
 
 func TestDeviceSessionDenied(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -128,6 +130,7 @@ func TestDeviceSessionDenied(t *testing.T) {
 // user code goes only to the holder of the one-time code, whatever a
 // caller read before.
 func TestDeviceSessionPollNeedsTheUserCode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -154,6 +157,7 @@ func TestDeviceSessionPollNeedsTheUserCode(t *testing.T) {
 }
 
 func TestDeviceSessionPendingCannotBeExchanged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		d := mustStartDevice(t, s, 8080)
 		wantCode(t, s.ExchangeDeviceSession(context.Background(), d.ID, false), perch.ECONFLICT)
@@ -165,6 +169,7 @@ func TestDeviceSessionPendingCannotBeExchanged(t *testing.T) {
 }
 
 func TestDeviceSessionExpires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -201,6 +206,7 @@ func TestDeviceSessionExpires(t *testing.T) {
 }
 
 func TestDeviceSessionUnknownIsNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -232,6 +238,7 @@ func race(n int, fn func() error) []error {
 }
 
 func TestDeviceSessionConcurrentExchangesHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -258,6 +265,7 @@ func TestDeviceSessionConcurrentExchangesHaveOneWinner(t *testing.T) {
 }
 
 func TestDeviceSessionConcurrentAnswersHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -304,6 +312,7 @@ func TestDeviceSessionConcurrentAnswersHaveOneWinner(t *testing.T) {
 }
 
 func TestDeviceSessionsArePrunedAfterRetention(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

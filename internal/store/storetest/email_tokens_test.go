@@ -23,6 +23,7 @@ func emailToken(tb testing.TB, s *store.Store, u *perch.User, kind, email, hash 
 }
 
 func TestVerifyEmailWorksOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "Ada@Example.com")
@@ -43,6 +44,7 @@ func TestVerifyEmailWorksOnce(t *testing.T) {
 }
 
 func TestVerifyEmailTokenExpires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -69,6 +71,7 @@ func TestVerifyEmailTokenExpires(t *testing.T) {
 }
 
 func TestVerifyTokenForAnOldAddressIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -92,6 +95,7 @@ func TestVerifyTokenForAnOldAddressIsRefused(t *testing.T) {
 }
 
 func TestEmailChangeTokenChangesTheAddress(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -115,6 +119,7 @@ func TestEmailChangeTokenChangesTheAddress(t *testing.T) {
 }
 
 func TestEmailChangeToAnAddressTakenMeanwhile(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -133,6 +138,7 @@ func TestEmailChangeToAnAddressTakenMeanwhile(t *testing.T) {
 }
 
 func TestEmailTokensOnlyWorkForTheirKind(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -164,6 +170,7 @@ func TestEmailTokensOnlyWorkForTheirKind(t *testing.T) {
 }
 
 func TestResetPasswordSetsTheHashAndSignsOutEverywhere(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -208,6 +215,7 @@ func TestResetPasswordSetsTheHashAndSignsOutEverywhere(t *testing.T) {
 }
 
 func TestOutboxNewestFirst(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -240,6 +248,7 @@ func TestOutboxNewestFirst(t *testing.T) {
 }
 
 func TestResetLinkForAnOldAddressIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")

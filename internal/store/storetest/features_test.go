@@ -12,6 +12,7 @@ import (
 )
 
 func TestFeatureFlagsListAndUpdate(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -94,6 +95,7 @@ func TestFeatureFlagsListAndUpdate(t *testing.T) {
 // TestFeaturesFollowTheRollout: the store answers each user by their place
 // in the rollout.
 func TestFeaturesFollowTheRollout(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		pct := 50

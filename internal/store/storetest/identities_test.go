@@ -15,6 +15,7 @@ import (
 // A provider's account links to one Perch account, and a Perch account to
 // one account per provider; the link finds the account.
 func TestIdentitiesLink(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -68,6 +69,7 @@ func TestIdentitiesLink(t *testing.T) {
 // empty hash) and the link, all or nothing. The provider verified the
 // address, but the mailbox is not proven until Perch's own link comes back.
 func TestIdentitiesCreateUser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		u, err := s.CreateIdentityUser(ctx, "Grace", "Grace@Example.com", perch.Identity{Provider: perch.ProviderGoogle, Subject: "g-7", Email: "Grace@Example.com"})
@@ -96,6 +98,7 @@ func TestIdentitiesCreateUser(t *testing.T) {
 
 // Removing a provider: not while it is the last way to sign in.
 func TestIdentitiesRemove(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		u, err := s.CreateIdentityUser(ctx, "Solo", "solo@example.com", perch.Identity{Provider: perch.ProviderGitHub, Subject: "5"})
@@ -144,6 +147,7 @@ func TestIdentitiesRemove(t *testing.T) {
 // A flow is taken once, by one of any number of callers at once, and not
 // after it expires; PruneSessions deletes the expired ones.
 func TestOAuthFlowsAreTakenOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

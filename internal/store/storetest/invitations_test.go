@@ -30,6 +30,7 @@ func invitationStatus(tb testing.TB, s *store.Store, orgID, id string) string {
 }
 
 func TestInvitationsNewestFirstWithStatusAndInviter(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -90,6 +91,7 @@ func TestInvitationsNewestFirstWithStatusAndInviter(t *testing.T) {
 }
 
 func TestInvitingAMemberOrAnInviteeAgainIsConflict(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -121,6 +123,7 @@ func TestInvitingAMemberOrAnInviteeAgainIsConflict(t *testing.T) {
 }
 
 func TestSeatCapCountsMembersAndPendingInvitations(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -149,6 +152,7 @@ func TestSeatCapCountsMembersAndPendingInvitations(t *testing.T) {
 }
 
 func TestRevokeInvitation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -180,6 +184,7 @@ func TestRevokeInvitation(t *testing.T) {
 }
 
 func TestAcceptInvitationMovesTheUser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -219,6 +224,7 @@ func TestAcceptInvitationMovesTheUser(t *testing.T) {
 }
 
 func TestAcceptInvitationRefusesDeadOrForeignLinks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -253,6 +259,7 @@ func TestAcceptInvitationRefusesDeadOrForeignLinks(t *testing.T) {
 }
 
 func TestAcceptInvitationWhenAlreadyAMember(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -281,6 +288,7 @@ func TestAcceptInvitationWhenAlreadyAMember(t *testing.T) {
 }
 
 func TestOnlyOwnerWithMembersCannotAccept(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -312,6 +320,7 @@ func TestOnlyOwnerWithMembersCannotAccept(t *testing.T) {
 }
 
 func TestCreateInvitedUser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -360,6 +369,7 @@ func TestCreateInvitedUser(t *testing.T) {
 }
 
 func TestCreateInvitedUserWithARegisteredAddressChangesNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")

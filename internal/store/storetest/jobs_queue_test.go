@@ -69,6 +69,7 @@ func jobIDs(jobs []store.Job) string {
 // Queued jobs are claimed with their data, hidden while leased, done when
 // completed, and claimed again when their worker vanished.
 func TestJobsAreClaimedLeasedAndCompleted(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		queued := mustEnqueue(t, s, forwardJob(org, 1), store.Job{OrgID: org, Kind: store.JobWorkflowEmail})
@@ -110,6 +111,7 @@ func TestJobsAreClaimedLeasedAndCompleted(t *testing.T) {
 
 // Every failure waits longer than the one before, up to an hour.
 func TestRetryJobBacksOffExponentiallyUpToAnHour(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		id := mustEnqueue(t, s, forwardJob(org, 1))[0].ID
@@ -139,6 +141,7 @@ func TestRetryJobBacksOffExponentiallyUpToAnHour(t *testing.T) {
 }
 
 func TestJobBackoffStaysWithinItsBounds(t *testing.T) {
+	t.Parallel()
 	for attempts := -1; attempts <= 100; attempts++ {
 		nominal := time.Hour
 		if attempts < 20 {
@@ -155,6 +158,7 @@ func TestJobBackoffStaysWithinItsBounds(t *testing.T) {
 // A job is tried for the last time 24 hours after it was queued; failing
 // then, it is given up and listed for the runs page until pruned.
 func TestRetryJobGivesUpAfter24Hours(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		bob := mustOrgID(t, s, "Bob")
@@ -213,6 +217,7 @@ func TestRetryJobGivesUpAfter24Hours(t *testing.T) {
 // A job whose worker keeps vanishing is given up once its lease runs out
 // after 24 hours, instead of being claimed for ever.
 func TestJobWhoseLeaseRunsOutAfter24HoursIsGivenUp(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		queued := mustEnqueue(t, s, forwardJob(org, 1))
@@ -234,6 +239,7 @@ func TestJobWhoseLeaseRunsOutAfter24HoursIsGivenUp(t *testing.T) {
 
 // Eight workers claiming at once never get the same job.
 func TestConcurrentClaimersNeverShareAJob(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		var jobs []store.Job
@@ -277,6 +283,7 @@ func TestConcurrentClaimersNeverShareAJob(t *testing.T) {
 }
 
 func TestEnqueueJobsQueuesAllOrNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		for _, tc := range []struct {
@@ -307,6 +314,7 @@ func TestEnqueueJobsQueuesAllOrNothing(t *testing.T) {
 // Whatever a failure's text holds, it is stored: it can come from a
 // forward target's answer.
 func TestRetryJobStoresAnyErrorText(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		id := mustEnqueue(t, s, forwardJob(org, 1))[0].ID
@@ -326,6 +334,7 @@ func TestRetryJobStoresAnyErrorText(t *testing.T) {
 // nothing again, and an organisation deleted meanwhile loses its jobs
 // without failing the other notifications of the batch.
 func TestNotificationJobsAreQueuedWithTheNotification(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock, org := queueStore(t, s)
 		job := store.NotificationJob{OrgID: org, Kind: store.JobWorkflowForward, Payload: func(n perch.Notification) (json.RawMessage, error) {

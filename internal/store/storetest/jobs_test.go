@@ -16,6 +16,7 @@ import (
 // Instances sharing a database, each on its own schedule, run a job once per
 // period between them.
 func TestJobsRunOncePerPeriodAcrossInstances(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			dsn := storetest.DSN(t, dialect)

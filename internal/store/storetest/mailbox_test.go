@@ -28,6 +28,7 @@ func proven(tb testing.TB, s *store.Store, id string) bool {
 // its assertion, a write to an account proves nothing, and a new address
 // loses whatever proof the old one had.
 func TestSCIMNeverProvesAMailbox(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -78,6 +79,7 @@ func TestSCIMNeverProvesAMailbox(t *testing.T) {
 // TestRoundTripsProveMailboxes: the verify link, a password-reset link and
 // the mailed invitation link prove the mailbox they reached.
 func TestRoundTripsProveMailboxes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -114,6 +116,7 @@ func TestRoundTripsProveMailboxes(t *testing.T) {
 // address is proven gains the mark once, whoever syncs and however often;
 // it loses it once when the address leaves the list or stops being proven.
 func TestSyncListedAdminsAnswersEachChangeOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
 		ids := func(us []*perch.User) []string {

@@ -42,6 +42,7 @@ func listingIDs(s *store.Store, q, sort string) func(perch.Page) ([]string, stri
 }
 
 func TestMarketplaceListsSearchesSortsAndPages(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -117,6 +118,7 @@ func TestMarketplaceListsSearchesSortsAndPages(t *testing.T) {
 }
 
 func TestEditsAfterPublishingStayOutOfTheListingUntilRepublished(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -172,6 +174,7 @@ func TestEditsAfterPublishingStayOutOfTheListingUntilRepublished(t *testing.T) {
 }
 
 func TestInstallLinksCountsAndUpdates(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -240,6 +243,7 @@ func TestInstallLinksCountsAndUpdates(t *testing.T) {
 // as it was; a copy that was off stays off without being reported as
 // switched off.
 func TestTakingAnUpdateSwitchesTheCopyOff(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -296,6 +300,7 @@ func TestTakingAnUpdateSwitchesTheCopyOff(t *testing.T) {
 }
 
 func TestForkOfOwnAndOfPublishedWorkflows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -363,6 +368,7 @@ func withoutTargets(steps []perch.Step) []perch.Step {
 // install and a fork of a listing leave them blank, a fork of one's own
 // keeps them, and updating an install keeps what the installer filled in.
 func TestTheAuthorsTargetsStayInTheAuthorsOrganisation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")

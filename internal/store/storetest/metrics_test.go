@@ -23,6 +23,7 @@ func notify(tb testing.TB, s *store.Store, source string) {
 }
 
 func TestMetricsSummary(t *testing.T) {
+	t.Parallel()
 	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
@@ -100,6 +101,7 @@ func summaryEqual(a, b perch.MetricsSummary) bool {
 // TestConnectedClientsAcrossInstances: the count is the sum of the
 // instances heard from in the last minute.
 func TestConnectedClientsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
@@ -146,6 +148,7 @@ func TestConnectedClientsAcrossInstances(t *testing.T) {
 
 // TestMetricSeries counts in whole UTC buckets, every one present.
 func TestMetricSeries(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock() // 2026-11-22 09:00 UTC

@@ -87,6 +87,7 @@ const (
 // state still follows its notifications out; down again, the old insert
 // works and its ids continue above every id given.
 func TestMigration21KeepsNotificationsAndReads(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // identity provider made are recorded as its assertion), accounts that
 // proved their mailbox keep it, and down and up again works.
 func TestMigration22TakesTheMarkFromUnprovenMailboxes(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			ctx := context.Background()

@@ -36,6 +36,7 @@ func subscribe(tb testing.TB, s *store.Store, u *perch.User, on bool) bool {
 }
 
 func TestNewsletterOptInAndOut(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -81,6 +82,7 @@ func TestNewsletterOptInAndOut(t *testing.T) {
 }
 
 func TestNewsletterSubscribersAreConfirmedAndPaged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -171,6 +173,7 @@ func TestNewsletterSubscribersAreConfirmedAndPaged(t *testing.T) {
 }
 
 func TestEmailSettingsStored(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		_, err := s.EmailSettings(ctx)

@@ -64,6 +64,7 @@ func mustInsert(tb testing.TB, s *store.Store, after int64, batch ...store.NewNo
 // (which on SQLite must work out the next id from what it finds): ids only
 // grow.
 func TestNotificationIDsAreNeverReused(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			ctx := context.Background()
@@ -117,6 +118,7 @@ func TestNotificationIDsAreNeverReused(t *testing.T) {
 // connection to the file) takes that id; the store's insert clashes, reads
 // the next id again, and succeeds above it.
 func TestNotificationIDsSurviveAnotherWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn := storetest.DSN(t, store.SQLite)
 	s := mustOpen(t, dsn)
@@ -143,6 +145,7 @@ func TestNotificationIDsSurviveAnotherWriter(t *testing.T) {
 // duplicate: each duplicate is answered with the notification it repeats,
 // and the next batch's ids are still above every id given.
 func TestInsertNotificationsDedupesWithinAndAcrossBatches(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		first := mustInsert(t, s, 0, broadcast("a", "k1"), broadcast("plain 0", ""), broadcast("b", "k2"))

@@ -24,6 +24,7 @@ func titles(list []*perch.Notification) []string {
 // TestNotificationsPagesOverEveryScopeTheUserHears stores notifications for
 // every kind of audience, interleaved, and pages through what one user sees.
 func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -109,6 +110,7 @@ func TestNotificationsPagesOverEveryScopeTheUserHears(t *testing.T) {
 // earlier batch, keys repeated within the batch and across its statements,
 // and rows without a key.
 func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		scope := perch.Scope{Type: perch.ScopeAll}
@@ -186,6 +188,7 @@ func TestInsertNotificationsKeepsOrderAndRecognisesRedeliveries(t *testing.T) {
 // dedupe keys, in statements of several sizes, and reads each answered id
 // back.
 func TestInsertNotificationsWithoutKeysAnswersTheirIDs(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		scope := perch.Scope{Type: perch.ScopeAll}
@@ -247,6 +250,7 @@ func BenchmarkInsertNotifications(b *testing.B) {
 // than one pruning transaction, and checks what a client resuming from
 // before, at and after the pruned range is told.
 func TestPruneNotificationsDeletesWhatRetentionPassed(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()

@@ -77,6 +77,7 @@ func memberIDs(list []*perch.Member) []string {
 }
 
 func TestOrgCountsMembersAndLiveInvitations(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -108,6 +109,7 @@ func TestOrgCountsMembersAndLiveInvitations(t *testing.T) {
 }
 
 func TestRenameOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -138,6 +140,7 @@ func equalOrgs(a, b *perch.Org) bool {
 }
 
 func TestMembersOldestFirstWithTheirTeams(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -195,6 +198,7 @@ func TestMembersOldestFirstWithTheirTeams(t *testing.T) {
 }
 
 func TestSetMemberRole(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -240,6 +244,7 @@ func TestSetMemberRole(t *testing.T) {
 }
 
 func TestRemoveMemberGivesThemAnOrganisationOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -285,6 +290,7 @@ func TestRemoveMemberGivesThemAnOrganisationOfTheirOwn(t *testing.T) {
 }
 
 func TestRemoveMemberKeepsAnOwnerAndStaysInTheOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")

@@ -28,7 +28,7 @@ type Outage struct {
 // Outage that turns its database off and on.
 func WithOutage(tb testing.TB, dialect store.Dialect) (*store.Store, *Outage) {
 	tb.Helper()
-	dsn := DSN(tb, dialect)
+	dsn := migrated(tb, dialect)
 	o := &Outage{tb: tb}
 	if dialect == store.Postgres {
 		u, err := url.Parse(dsn)

@@ -37,6 +37,7 @@ func wantFailures(tb testing.TB, s *store.Store, n int) store.WriteHealth {
 // or that failed for a reason of its own, counts neither way; and the first
 // write that succeeds ends the run.
 func TestAnOutageIsUnavailableAndCountedInARow(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			s, outage := storetest.WithOutage(t, dialect)
@@ -93,6 +94,7 @@ func TestAnOutageIsUnavailableAndCountedInARow(t *testing.T) {
 // (SQLite's SQLITE_FULL is checked in the store's own tests, where the
 // writer's size can be capped.)
 func TestAFullDiskIsAnOutage(t *testing.T) {
+	t.Parallel()
 	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		if s.Dialect() != store.Postgres {
 			t.Skip("PostgreSQL only: SQLite's full disk is in internal/store's TestSQLiteFullDiskIsAnOutage")

@@ -58,6 +58,7 @@ func withoutUnsubscribe(m mail.Message) mail.Message {
 // token or a body in the clear, while the operator, with the server's key,
 // reads every message back whole. Without a key the envelope alone is kept.
 func TestOutboxKeepsNoLinkInTheClear(t *testing.T) {
+	t.Parallel()
 	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
@@ -115,6 +116,7 @@ func TestOutboxKeepsNoLinkInTheClear(t *testing.T) {
 // message is no longer listed, and pruning deletes it. Mail with no such
 // link (an admin's test message) is kept.
 func TestOutboxExpiresWithItsLinks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
@@ -183,6 +185,7 @@ func TestOutboxExpiresWithItsLinks(t *testing.T) {
 // sealed mail goes with the new columns (an older Perch could not open
 // it).
 func TestMigration25SealsTheOutboxAndDropsOpenFlows(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			ctx := context.Background()

@@ -19,6 +19,7 @@ func samlConfigFor(orgID string) store.SAMLConfig {
 // TestSAMLConfigKeepsItsKey: the first save stores the service provider's
 // key and domain token; a later save changes the settings and keeps them.
 func TestSAMLConfigKeepsItsKey(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -59,6 +60,7 @@ func TestSAMLConfigKeepsItsKey(t *testing.T) {
 // admin's list verifies at once; discovery finds verified domains of
 // enabled organisations only.
 func TestSAMLDomains(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -125,6 +127,7 @@ func TestSAMLDomains(t *testing.T) {
 // with the hash of its browser's secret, until it is consumed (once) or
 // expires; an assertion is accepted once until pruned.
 func TestSAMLRequestsAndReplays(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -162,6 +165,7 @@ func TestSAMLRequestsAndReplays(t *testing.T) {
 // TestSCIMTokens: a new token replaces the old one at once; lookups go by
 // hash.
 func TestSCIMTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -188,6 +192,7 @@ func TestSCIMTokens(t *testing.T) {
 // organisation with the role, and counts against the seats; its address is
 // the organisation's assertion, not a proven mailbox.
 func TestCreateSSOUser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")

@@ -127,6 +127,7 @@ func strs(t *testing.T, db *sql.DB, query string) []string {
 // written twice, once per dialect; they must make the same tables, columns,
 // nullability and named indexes.
 func TestMigrationsGiveTheSameSchema(t *testing.T) {
+	t.Parallel()
 	lite, pg := migratedSchema(t, store.SQLite), migratedSchema(t, store.Postgres)
 	tables := slices.Sorted(maps.Keys(lite.tables))
 	if len(tables) < 10 || len(lite.indexes) == 0 {

@@ -24,6 +24,7 @@ func replace(w store.SCIMWrite) func(*store.SCIMUser) (store.SCIMWrite, error) {
 // are all its members, those its identity provider made and those it did
 // not (their address is their userName), filtered and paged.
 func TestSCIMUsersAreTheOrganisationsMembers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clock := storetest.NewClock()
@@ -108,6 +109,7 @@ func ptr[T any](v T) *T { return &v }
 // of an organisation, without regard to case; nothing is written when
 // either is taken.
 func TestSCIMUniqueness(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -150,6 +152,7 @@ func TestSCIMUniqueness(t *testing.T) {
 // refused everywhere until reactivated, and an identity provider cannot
 // lift a platform admin's disable.
 func TestSCIMDeactivation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -208,6 +211,7 @@ func TestSCIMDeactivation(t *testing.T) {
 // their own, without sessions, API tokens, SCIM record or the identity
 // provider's deactivation; the last owner cannot be removed.
 func TestSCIMDeleteRemovesTheMember(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -251,6 +255,7 @@ func TestSCIMDeleteRemovesTheMember(t *testing.T) {
 
 // TestSCIMRespectsSeats: an identity provider cannot add beyond the plan.
 func TestSCIMRespectsSeats(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")

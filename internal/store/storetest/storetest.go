@@ -1,7 +1,8 @@
 // Package storetest runs tests against every database Perch supports: SQLite
 // always, PostgreSQL when PERCH_TEST_POSTGRES_URL names a server. Each test
-// gets a fresh, migrated database (a new file, or a new schema) that is
-// dropped when the test ends. The conformance suite of the store lives in
+// gets a fresh, migrated database of its own, dropped when the test ends: a
+// copy of a template migrated once (template.go), a new file or a new
+// PostgreSQL database. The conformance suite of the store lives in
 // this package's tests; other packages use Run to do the same.
 package storetest
 
@@ -11,8 +12,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch/internal/store"
-	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // PostgresURLEnv names the variable that enables the PostgreSQL runs.
@@ -50,7 +48,7 @@ func RunWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB))
 	t.Helper()
 	for _, b := range Backends {
 		t.Run(string(b), func(t *testing.T) {
-			dsn := DSN(t, b)
+			dsn := migrated(t, b)
 			s := open(t, b, dsn)
 			db, err := sql.Open(map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "pgx"}[b], dsn)
 			if err != nil {
@@ -115,10 +113,13 @@ func Rows(tb testing.TB, db *sql.DB, query string, args ...any) (cols []string, 
 // opts, closed and removed when tb ends.
 func New(tb testing.TB, dialect store.Dialect, opts ...store.Option) *store.Store {
 	tb.Helper()
-	return open(tb, dialect, DSN(tb, dialect), opts...)
+	return open(tb, dialect, migrated(tb, dialect), opts...)
 }
 
-// open opens and migrates the store of dsn, closed when tb ends.
+// open opens and migrates the store of dsn, closed when tb ends. On a copy
+// of the template, Migrate finds nothing to do; it is called all the same,
+// so that the store a test gets has been through what a server does at
+// start.
 func open(tb testing.TB, dialect store.Dialect, dsn string, opts ...store.Option) *store.Store {
 	tb.Helper()
 	s, err := store.Open(context.Background(), dsn, opts...)
@@ -126,7 +127,7 @@ func open(tb testing.TB, dialect store.Dialect, dsn string, opts ...store.Option
 		tb.Fatalf("open %s: %v", dialect, err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := s.Migrate(context.Background(), discard); err != nil {
 		tb.Fatalf("migrate %s: %v", dialect, err)
 	}
 	return s
@@ -141,10 +142,7 @@ func DSN(tb testing.TB, dialect store.Dialect) string {
 	if dialect == store.SQLite {
 		return filepath.Join(tb.TempDir(), "perch.db")
 	}
-	base := os.Getenv(PostgresURLEnv)
-	if base == "" {
-		testenv.SkipUnlessStrict(tb, "PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test) to run them", PostgresURLEnv)
-	}
+	base := postgresURL(tb)
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		tb.Fatalf("postgres: %v", err)

@@ -20,6 +20,7 @@ func teamNames(list []*perch.Team) []string {
 }
 
 func TestTeamLifecycle(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -110,6 +111,7 @@ func TestTeamLifecycle(t *testing.T) {
 }
 
 func TestTeamNamesAreUniqueIgnoringCase(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -140,6 +142,7 @@ func TestTeamNamesAreUniqueIgnoringCase(t *testing.T) {
 }
 
 func TestTeamsOfAnotherOrgAreNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -173,6 +176,7 @@ func TestTeamsOfAnotherOrgAreNotFound(t *testing.T) {
 }
 
 func TestTeamMembership(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -216,6 +220,7 @@ func TestTeamMembership(t *testing.T) {
 // A member's teams in Members come in the order Teams lists them: by name,
 // ignoring case, whatever the database's collation.
 func TestMemberTeamsAreOrderedLikeTeams(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
@@ -239,6 +244,7 @@ func TestMemberTeamsAreOrderedLikeTeams(t *testing.T) {
 // Member describes a member the way Members does, teams included: it is what
 // SetMemberRole returns to the client.
 func TestMemberIncludesTheirTeams(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")

@@ -16,6 +16,7 @@ import (
 // in a transaction), and the store must go on working; SQLite stores it or
 // finds nothing.
 func TestUnstorableTextIsABadRequest(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")

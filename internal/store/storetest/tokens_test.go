@@ -11,6 +11,7 @@ import (
 )
 
 func TestAPITokenLifecycle(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -68,6 +69,7 @@ func TestAPITokenLifecycle(t *testing.T) {
 }
 
 func TestTouchAPITokenWritesAtMostOncePerInterval(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -101,6 +103,7 @@ func TestTouchAPITokenWritesAtMostOncePerInterval(t *testing.T) {
 }
 
 func TestPlansAndFeaturesAreSeeded(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		plans, err := s.Plans(ctx)
@@ -132,6 +135,7 @@ func TestPlansAndFeaturesAreSeeded(t *testing.T) {
 }
 
 func TestAnnouncementsNewestFirst(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

@@ -24,6 +24,7 @@ func runIDs(s *store.Store, orgID, workflowID, status string) func(perch.Page) (
 }
 
 func TestWorkflowRunsNewestFirstFilteredAndPaged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -88,6 +89,7 @@ func TestWorkflowRunsNewestFirstFilteredAndPaged(t *testing.T) {
 }
 
 func TestAddWorkflowRunsLeavesOutAnotherOrganisationsWorkflows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -104,6 +106,7 @@ func TestAddWorkflowRunsLeavesOutAnotherOrganisationsWorkflows(t *testing.T) {
 }
 
 func TestPruneWorkflowRuns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now

@@ -33,6 +33,7 @@ func mustThrottle(tb testing.TB, s *store.Store, orgID, key string, max int, per
 // Eight instances counting at once against one key let exactly max through
 // in the window between them.
 func TestThrottleLetsExactlyMaxThroughAcrossConcurrentCallers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		now := storetest.NewClock().Now()
@@ -62,6 +63,7 @@ func TestThrottleLetsExactlyMaxThroughAcrossConcurrentCallers(t *testing.T) {
 
 // Each (organisation, key, window) counts on its own.
 func TestThrottleCountsPerWindowKeyAndOrganisation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ada, bob := mustOrgID(t, s, "Ada"), mustOrgID(t, s, "Bob")
 		start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC) // on a 10-minute boundary
@@ -96,6 +98,7 @@ func TestThrottleCountsPerWindowKeyAndOrganisation(t *testing.T) {
 }
 
 func TestThrottleRefusesWhatItCannotCount(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		now := storetest.NewClock().Now()
@@ -121,6 +124,7 @@ func TestThrottleRefusesWhatItCannotCount(t *testing.T) {
 }
 
 func TestPruneWorkflowStateRemovesEndedWindows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
@@ -182,6 +186,7 @@ func heldTitles(ns []perch.Notification) string {
 // The first notification opens the window; the rest join it; the digest is
 // due when it ends, claimed once, and the next notification opens another.
 func TestDigestWindowOpensAtTheFirstAndIsClaimedOnceWhenItEnds(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		start := storetest.NewClock().Now()
@@ -228,6 +233,7 @@ func TestDigestWindowOpensAtTheFirstAndIsClaimedOnceWhenItEnds(t *testing.T) {
 
 // Claimers running at once get every due digest exactly once between them.
 func TestDueDigestsClaimsEachDigestOnceAcrossConcurrentClaimers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ada, bob := mustOrgID(t, s, "Ada"), mustOrgID(t, s, "Bob")
 		start := storetest.NewClock().Now()
@@ -277,6 +283,7 @@ func TestDueDigestsClaimsEachDigestOnceAcrossConcurrentClaimers(t *testing.T) {
 
 // A digest keeps 1000 notifications, the first ones, and counts the rest.
 func TestDigestHoldsAtMost1000AndCountsTheRest(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		start := storetest.NewClock().Now()
@@ -301,6 +308,7 @@ func TestDigestHoldsAtMost1000AndCountsTheRest(t *testing.T) {
 }
 
 func TestDigestRefusesWhatItCannotHold(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		org := mustOrgID(t, s, "Ada")
 		now := storetest.NewClock().Now()

@@ -44,6 +44,7 @@ func workflowIDs(ws []*perch.Workflow) []string {
 }
 
 func TestWorkflowRoundTrip(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -87,6 +88,7 @@ func TestWorkflowRoundTrip(t *testing.T) {
 }
 
 func TestUpdateWorkflowBumpsVersionOnlyForConditionOrSteps(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -128,6 +130,7 @@ func TestUpdateWorkflowBumpsVersionOnlyForConditionOrSteps(t *testing.T) {
 }
 
 func TestWorkflowsOfAnotherOrganisationAreNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
@@ -162,6 +165,7 @@ func TestWorkflowsOfAnotherOrganisationAreNotFound(t *testing.T) {
 }
 
 func TestEnabledWorkflowsOldestFirstAndOnlyEnabled(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		clock := storetest.NewClock()
 		s.Now = clock.Now
@@ -196,6 +200,7 @@ func TestEnabledWorkflowsOldestFirstAndOnlyEnabled(t *testing.T) {
 }
 
 func TestWorkflowStatsAddUp(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		u := mustCreateUser(t, s, "Ada", "ada@example.com")
