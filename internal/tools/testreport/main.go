@@ -3,8 +3,9 @@
 // package's result as it comes, the failures with their output, the tests
 // that were skipped and why, the results of chosen tests (the fixture
 // checks, the cluster test), and the counts of passed, failed and skipped
-// tests. It exits 1 when anything failed or was skipped, or when a chosen
-// test did not run: CI skips nothing.
+// tests. It exits 1 when anything failed or was skipped (but for tests
+// named as measurements, which run only by hand), or when a chosen test
+// did not run: CI skips nothing.
 //
 //	go test -json ./... | testreport -show 'Fixture' -show '^TestClusterOfThreeInstances$'
 package main
@@ -25,8 +26,17 @@ import (
 func main() {
 	var shows patterns
 	flag.Var(&shows, "show", "a regular expression: report the result of every test whose name matches, and fail if none ran (repeatable)")
+	measurements := flag.String("measurement", "", "a regular expression: tests that are measurements, run by hand, whose skip is reported but does not fail the run")
 	flag.Parse()
 	r := newReport(shows)
+	if *measurements != "" {
+		re, err := regexp.Compile(*measurements)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testreport: -measurement:", err)
+			os.Exit(2)
+		}
+		r.measurements = re
+	}
 	if err := r.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(2)
@@ -78,15 +88,19 @@ type key struct{ pkg, test string }
 
 // report is what has been read so far.
 type report struct {
-	shows   patterns
-	output  map[key]*strings.Builder // of tests and packages not yet finished
-	build   map[string]*strings.Builder
-	failed  []result
-	skipped []result
-	shown   [][]result // by pattern
-	counts  map[string]int
-	broken  int // events that were not JSON: go test's own errors
-	stray   strings.Builder
+	shows patterns
+	// measurements are tests that skip unless asked to measure; their
+	// skips are listed apart and pass.
+	measurements *regexp.Regexp
+	measured     []result
+	output       map[key]*strings.Builder // of tests and packages not yet finished
+	build        map[string]*strings.Builder
+	failed       []result
+	skipped      []result
+	shown        [][]result // by pattern
+	counts       map[string]int
+	broken       int // events that were not JSON: go test's own errors
+	stray        strings.Builder
 }
 
 func newReport(shows patterns) *report {
@@ -153,7 +167,11 @@ func (r *report) add(e event, progress io.Writer) {
 		case "fail":
 			r.failed = append(r.failed, res)
 		case "skip":
-			r.skipped = append(r.skipped, res)
+			if r.measurements != nil && r.measurements.MatchString(e.Test) {
+				r.measured = append(r.measured, res)
+			} else {
+				r.skipped = append(r.skipped, res)
+			}
 		}
 		for i, re := range r.shows {
 			if re.MatchString(e.Test) {
@@ -194,6 +212,9 @@ func (r *report) summary(w io.Writer) bool {
 			fmt.Fprintln(w, "none ran")
 			ok = false
 		}
+	}
+	for _, res := range r.measured {
+		fmt.Fprintf(w, "\n(a measurement, not run: %s)\n", res.name())
 	}
 	if len(r.skipped) > 0 {
 		fmt.Fprintf(w, "\n== skipped (CI skips nothing)\n")

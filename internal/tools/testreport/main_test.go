@@ -97,3 +97,25 @@ func TestPassesOnlyWhenEverythingRanAndPassed(t *testing.T) {
 		t.Errorf("a run cut short passed:\n%s", out)
 	}
 }
+
+func TestAMeasurementsSkipIsNoFailure(t *testing.T) {
+	in := `{"Action":"run","Package":"example.com/cmd","Test":"TestClusterFanoutThroughput"}
+{"Action":"skip","Package":"example.com/cmd","Test":"TestClusterFanoutThroughput"}
+{"Action":"run","Package":"example.com/cmd","Test":"TestOther"}
+{"Action":"skip","Package":"example.com/cmd","Test":"TestOther"}
+{"Action":"pass","Package":"example.com/cmd","Elapsed":1}
+`
+	r := newReport(nil)
+	r.measurements = regexp.MustCompile(`^TestClusterFanoutThroughput$`)
+	var out strings.Builder
+	if err := r.read(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	if r.summary(&out) {
+		t.Errorf("a run with a skipped test passed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "(a measurement, not run: example.com/cmd TestClusterFanoutThroughput)") ||
+		!strings.Contains(out.String(), "--- SKIP: example.com/cmd TestOther") {
+		t.Errorf("the report does not tell the measurement from the skip:\n%s", out.String())
+	}
+}
