@@ -148,6 +148,7 @@ func call(t *testing.T, method, url, token string, body any) (int, map[string]an
 // TestNewcomersPath follows the README: start the server, register, list the
 // plans, make an API token and use it.
 func TestNewcomersPath(t *testing.T) {
+	t.Parallel()
 	base := startServer(t, map[string]string{})
 	status, reg := call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
 	if status != 201 {
@@ -172,6 +173,7 @@ func TestNewcomersPath(t *testing.T) {
 // PERCH_SMTP_URL pointing at a real SMTP server and follows the
 // verification link it mails.
 func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	base := startServer(t, map[string]string{"PERCH_SMTP_URL": smtp.URL(), "PERCH_MAIL_FROM": "Perch <perch@example.com>", "PERCH_BASE_URL": "https://perch.example.com"})
 	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
@@ -186,6 +188,7 @@ func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
 }
 
 func TestAdminGrantAndMigrate(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "perch.db")
 	env := func(k string) string {
 		if k == "PERCH_DATABASE_URL" {
@@ -214,6 +217,7 @@ func TestAdminGrantAndMigrate(t *testing.T) {
 }
 
 func TestBadConfigurationStopsStartUp(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{
 		"PERCH_LISTEN":              "nowhere",
 		"PERCH_RATE_LIMIT_USER":     "lots",
@@ -237,6 +241,7 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 }
 
 func TestFlagsWinOverVariables(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig("serve", []string{"--rate-limit-auth", "5/1m"}, func(k string) string {
 		return map[string]string{"PERCH_RATE_LIMIT_AUTH": "50/1m", "PERCH_ADMIN_EMAILS": "a@example.com, b@example.com"}[k]
 	}, io.Discard)
@@ -249,6 +254,7 @@ func TestFlagsWinOverVariables(t *testing.T) {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	var errOut bytes.Buffer
 	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, nil, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
 		t.Fatalf("err = %v, stderr = %q", err, errOut.String())
@@ -258,6 +264,7 @@ func TestUnknownCommand(t *testing.T) {
 // TestMetricsApart serves /metrics on an address of its own, behind a
 // token: the main address has no /metrics.
 func TestMetricsApart(t *testing.T) {
+	t.Parallel()
 	const token = "0123456789abcdef-scrape"
 	base, out := startServerOutput(t, map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_METRICS_TOKEN": token}, io.Discard)
 	m := regexp.MustCompile(`perch metrics on (http://\S+)/metrics`).FindStringSubmatch(out.String())
@@ -288,6 +295,7 @@ func TestMetricsApart(t *testing.T) {
 }
 
 func TestMetricsSettings(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env  map[string]string
 		want string // in the error; "" for none
@@ -318,6 +326,7 @@ func TestMetricsSettings(t *testing.T) {
 // TestSQLiteSyncSetting: PERCH_SQLITE_SYNC (--sqlite-sync) is normal unless
 // set, takes full, and refuses anything else by name.
 func TestSQLiteSyncSetting(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env, flag string
 		want      store.Sync
@@ -347,6 +356,7 @@ func TestSQLiteSyncSetting(t *testing.T) {
 // TestServeWarnsWhileTokenlessDeliveriesBroadcast: the default that lets
 // anyone with the address reach every user is said out loud at start-up.
 func TestServeWarnsWhileTokenlessDeliveriesBroadcast(t *testing.T) {
+	t.Parallel()
 	const warning = "webhook deliveries without a token are broadcast to every user"
 	on := &syncBuffer{}
 	startServerLogging(t, map[string]string{}, on)
