@@ -59,6 +59,7 @@ func findAudit(t *testing.T, entries []map[string]any, action, targetID string) 
 // sign-out) each leave an entry that says who did it, to what, from where;
 // no credential appears anywhere in the log.
 func TestAuditLogRecordsTheFlows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		from := []string{"RemoteAddr", "203.0.113.7:4000", "User-Agent", "Walker/1.0"}
@@ -143,6 +144,7 @@ func TestAuditLogRecordsTheFlows(t *testing.T) {
 }
 
 func TestAuditLogV2FiltersAndRefusesBadRanges(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -193,6 +195,7 @@ func TestAuditLogV2FiltersAndRefusesBadRanges(t *testing.T) {
 // Owners and admins read their own organisation's entries, and no one
 // else's whatever they ask for.
 func TestOrgAuditLogIsTheOrganisationsOwn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -238,6 +241,7 @@ func TestOrgAuditLogIsTheOrganisationsOwn(t *testing.T) {
 // Exports are audited, and a cell a spreadsheet would run as a formula is
 // defused.
 func TestAuditExport(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -276,6 +280,8 @@ func TestAuditExport(t *testing.T) {
 // megabytes go out (measured after a collection, every 2 MiB written) stays
 // within a few MiB of what it held before.
 func TestAuditExportStreamsInFlatMemory(t *testing.T) {
+	// Not parallel: it measures the heap of the whole process, which other
+	// tests running beside it would grow.
 	if testing.Short() {
 		t.Skip("writes 100,000 audit entries")
 	}

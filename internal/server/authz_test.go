@@ -228,6 +228,7 @@ func (c authzCase) changes(want int) bool {
 // other organisation. Cases that may change their world get a fresh one;
 // the rest share one, built once per backend.
 func TestAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, _ := newOAuthAPI(t, s)
 		n, worlds := 0, 1
