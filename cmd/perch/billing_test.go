@@ -11,6 +11,7 @@ import (
 // The billing settings: off by default; a provider needs its key, webhook
 // secret and prices; prices name the plans; secrets are never repeated.
 func TestBillingSettings(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	c, err := parseConfig("serve", nil, env(nil), io.Discard)
 	if err != nil || c.BillingProvider != "" || paymentProvider(c) != nil {

@@ -146,6 +146,7 @@ func background(t *testing.T, c *cli, args ...string) (stop func() error) {
 }
 
 func TestCodeVerifierAndChallenge(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 50 {
 		v := newCodeVerifier()
@@ -167,6 +168,7 @@ func TestCodeVerifierAndChallenge(t *testing.T) {
 }
 
 func TestFormatLine(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		n    perch.Notification
@@ -189,6 +191,7 @@ func TestFormatLine(t *testing.T) {
 // A blip shorter than quietFor is not worth a line; a longer outage is told
 // once, and so is the way back.
 func TestConnWatch(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	w := &connWatch{out: &out, server: "https://perch.example.com", quietFor: time.Hour}
 	w.down(errors.New("refused"))
@@ -211,6 +214,7 @@ func TestConnWatch(t *testing.T) {
 }
 
 func TestMessage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		err  error
 		want string
@@ -226,6 +230,7 @@ func TestMessage(t *testing.T) {
 }
 
 func TestHelpAndBadFlags(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"login", "logout", "listen", "send"} {
 		var errOut bytes.Buffer
 		if err := run(t.Context(), []string{cmd, "-h"}, func(string) string { return "" }, nil, io.Discard, &errOut); err != nil || !strings.Contains(errOut.String(), "usage: perch "+cmd) {

@@ -154,6 +154,9 @@ func (l *clusterClient) received() []int64 {
 // reconnect through the balancer and resume. Every client must receive
 // exactly its user's accepted events, each once, in order.
 func TestClusterOfThreeInstances(t *testing.T) {
+	// Not parallel: three perch processes under load, killed and restarted,
+	// with deadlines on delivery; it runs alone so that the two cores are
+	// its own.
 	redisURL := os.Getenv("PERCH_TEST_REDIS_URL")
 	if redisURL == "" {
 		testenv.SkipUnlessStrict(t, "cluster test skipped: set PERCH_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379) and %s", storetest.PostgresURLEnv)
@@ -280,6 +283,8 @@ func TestClusterOfThreeInstances(t *testing.T) {
 // clients of one user spread over the instances, 200 events posted to the
 // instances in turn from 8 senders. Run it with PERCH_CLUSTER_THROUGHPUT=1 -v.
 func TestClusterFanoutThroughput(t *testing.T) {
+	// Not parallel: a measurement of throughput, which needs the machine to
+	// itself.
 	if os.Getenv("PERCH_CLUSTER_THROUGHPUT") != "1" {
 		t.Skip("a measurement: set PERCH_CLUSTER_THROUGHPUT=1 (with PostgreSQL and Redis) to run it")
 	}

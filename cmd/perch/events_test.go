@@ -40,6 +40,7 @@ func listenFor(t *testing.T, c *client.Client, since string, want int, started c
 // an event sent through a webhook token arrives live; events sent while the
 // client is away arrive, exactly, when it resumes from the last id.
 func TestClientListensAndResumes(t *testing.T) {
+	t.Parallel()
 	base := startServer(t, map[string]string{})
 	ctx := context.Background()
 	c := client.New(base)

@@ -27,6 +27,7 @@ import (
 // starts it again: across both runs every notification sent is printed
 // once, in order.
 func TestListenSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL and SIGINT are Unix signals")
 	}
@@ -161,6 +162,7 @@ func (p *listenProcess) drain() []string {
 }
 
 func TestListenFiltersAndFormats(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -198,6 +200,7 @@ func TestListenFiltersAndFormats(t *testing.T) {
 // what it hides, so a later unfiltered listen (or one of another filter, or
 // another --name) still shows it.
 func TestListenFiltersKeepTheirOwnResumePoints(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -249,6 +252,7 @@ func TestListenFiltersKeepTheirOwnResumePoints(t *testing.T) {
 }
 
 func TestListenExec(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the command is written for sh")
 	}
@@ -294,6 +298,7 @@ func TestListenExec(t *testing.T) {
 // A sign-in the server no longer honours ends listen with an error that
 // says what to do.
 func TestListenSignedOut(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	dir := t.TempDir()
 	st, _ := creds.Open(dir)
@@ -312,6 +317,7 @@ func TestListenSignedOut(t *testing.T) {
 // TestListenReportsALongDisconnection cuts the way to the server for longer
 // than quietFor: listen says so once, says when it is back, and goes on.
 func TestListenReportsALongDisconnection(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	proxy := startProxy(t, base)

@@ -61,6 +61,7 @@ func answerSignIn(t *testing.T, u *testUser, verifyURL, action, userCode string,
 // approved or denied, heard through the browser's callback or by polling;
 // polling completes it only when the person typed the code login shows.
 func TestLoginInTheBrowser(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	for _, tt := range []struct {
@@ -170,6 +171,7 @@ func TestLoginInTheBrowser(t *testing.T) {
 
 // TestLoginThenListen: the stored session is enough for perch listen.
 func TestLoginThenListen(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -194,6 +196,7 @@ func TestLoginThenListen(t *testing.T) {
 }
 
 func TestLoginWithAToken(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	_, pat, err := u.api.CreateAPIToken(t.Context(), "cli")
@@ -226,6 +229,7 @@ func TestLoginWithAToken(t *testing.T) {
 }
 
 func TestLoginNeedsAServer(t *testing.T) {
+	t.Parallel()
 	c, _, _ := testCLI(t, t.TempDir(), nil)
 	err := dispatch(t.Context(), "login", nil, c)
 	if err == nil || !strings.Contains(err.Error(), "--server") {
@@ -240,6 +244,7 @@ func TestLoginNeedsAServer(t *testing.T) {
 // TestLogout ends the session on the server, so its refresh token no longer
 // works anywhere, and forgets it here.
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -264,6 +269,7 @@ func TestLogout(t *testing.T) {
 
 // A server that cannot end the session does not keep the sign-in here.
 func TestLogoutForgetsEvenWhenTheServerFails(t *testing.T) {
+	t.Parallel()
 	gone := "http://127.0.0.1:1" // nothing listens on port 1
 	dir := t.TempDir()
 	st, _ := creds.Open(dir)
@@ -282,6 +288,7 @@ func TestLogoutForgetsEvenWhenTheServerFails(t *testing.T) {
 
 // The callback page ends the server's message with one full stop, not two.
 func TestFailedSignInSaysItOnce(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{
 		fmt.Errorf("sign-in failed: %s", message(perch.Errorf(perch.EUNAUTHORIZED, "The sign-in request has expired."))),
 		errors.New("sign-in failed: connection refused"),

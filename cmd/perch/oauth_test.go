@@ -10,6 +10,7 @@ import (
 // The sign-in providers' settings: both client values or neither, service
 // addresses that are http(s) URLs, and secrets never repeated in errors.
 func TestSignInProviderSettings(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig("serve", nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestSignInProviderSettings(t *testing.T) {
 // cannot be reached starts and offers the button, and the sign-in itself
 // says the issuer is unreachable.
 func TestServeStartsWithAnUnreachableGoogle(t *testing.T) {
+	t.Parallel()
 	base := startServer(t, map[string]string{"PERCH_GOOGLE_CLIENT_ID": "id", "PERCH_GOOGLE_CLIENT_SECRET": "secret",
 		"PERCH_GOOGLE_ISSUER": "http://127.0.0.1:1"})
 	res, err := http.Get(base + "/signin")

@@ -72,6 +72,7 @@ func outboxAtRest(t *testing.T, driver, dsn, token string) {
 // credential), and perch admin outbox, with that key, shows it to the
 // operator.
 func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "perch.db")
 	logs := &syncBuffer{}
 	base := startServerLogging(t, map[string]string{"PERCH_DATABASE_URL": db}, logs)
@@ -97,6 +98,7 @@ func TestMailWithoutSMTPIsKeptInTheOutbox(t *testing.T) {
 // On PostgreSQL the outbox is sealed under PERCH_SECRET_KEY, which perch
 // admin outbox needs as well: without it, it says so and shows no link.
 func TestOutboxOnPostgresIsSealedUnderTheSecretKey(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.DSN(t, store.Postgres)
 	key := secrets.EncodeKey(secrets.NewKey())
 	env := map[string]string{"PERCH_DATABASE_URL": dsn, "PERCH_SECRET_KEY": key}
@@ -119,6 +121,7 @@ func TestOutboxOnPostgresIsSealedUnderTheSecretKey(t *testing.T) {
 // outbox keeps who the mail is for and what about, never its link, and
 // both the log and perch admin outbox name the setting that would keep it.
 func TestOutboxOnPostgresWithoutAKeyWithholdsTheLink(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.DSN(t, store.Postgres)
 	logs := &syncBuffer{}
 	base := startServerLogging(t, map[string]string{"PERCH_DATABASE_URL": dsn}, logs)

@@ -13,6 +13,7 @@ import (
 // us lists both, says which it is on every answer, offers eu on its sign-in
 // page, and perch login --region eu signs in to eu's server.
 func TestRegions(t *testing.T) {
+	t.Parallel()
 	eu := startServer(t, map[string]string{"PERCH_REGION": "eu", "PERCH_RATE_LIMIT_AUTH": "1000/1m"})
 	us := startServer(t, map[string]string{
 		"PERCH_REGION": "us", "PERCH_REGIONS": "us=http://perch.example.com,eu=" + eu, "PERCH_RATE_LIMIT_AUTH": "1000/1m",

@@ -145,6 +145,7 @@ func call(t *testing.T, method, url, token string, body any) (int, map[string]an
 // TestNewcomersPath follows the README: start the server, register, list the
 // plans, make an API token and use it.
 func TestNewcomersPath(t *testing.T) {
+	t.Parallel()
 	base := startServer(t, map[string]string{})
 	status, reg := call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
 	if status != 201 {
@@ -169,6 +170,7 @@ func TestNewcomersPath(t *testing.T) {
 // PERCH_SMTP_URL pointing at a real SMTP server and follows the
 // verification link it mails.
 func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	base := startServer(t, map[string]string{"PERCH_SMTP_URL": smtp.URL(), "PERCH_MAIL_FROM": "Perch <perch@example.com>", "PERCH_BASE_URL": "https://perch.example.com"})
 	call(t, "POST", base+"/api/v1/auth/register", "", map[string]string{"name": "Ada", "email": "ada@example.com", "password": "correct horse battery"})
@@ -183,6 +185,7 @@ func TestMailGoesThroughTheConfiguredServer(t *testing.T) {
 }
 
 func TestAdminGrantAndMigrate(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "perch.db")
 	env := func(k string) string {
 		if k == "PERCH_DATABASE_URL" {
@@ -211,6 +214,7 @@ func TestAdminGrantAndMigrate(t *testing.T) {
 }
 
 func TestBadConfigurationStopsStartUp(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{
 		"PERCH_LISTEN":              "nowhere",
 		"PERCH_RATE_LIMIT_USER":     "lots",
@@ -234,6 +238,7 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 }
 
 func TestFlagsWinOverVariables(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig("serve", []string{"--rate-limit-auth", "5/1m"}, func(k string) string {
 		return map[string]string{"PERCH_RATE_LIMIT_AUTH": "50/1m", "PERCH_ADMIN_EMAILS": "a@example.com, b@example.com"}[k]
 	}, io.Discard)
@@ -246,6 +251,7 @@ func TestFlagsWinOverVariables(t *testing.T) {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	var errOut bytes.Buffer
 	if err := run(context.Background(), []string{"fly"}, func(string) string { return "" }, nil, io.Discard, &errOut); err == nil || !strings.Contains(errOut.String(), `unknown command "fly"`) {
 		t.Fatalf("err = %v, stderr = %q", err, errOut.String())
@@ -255,6 +261,7 @@ func TestUnknownCommand(t *testing.T) {
 // TestMetricsApart serves /metrics on an address of its own, behind a
 // token: the main address has no /metrics.
 func TestMetricsApart(t *testing.T) {
+	t.Parallel()
 	const token = "0123456789abcdef-scrape"
 	base, out := startServerOutput(t, map[string]string{"PERCH_METRICS_LISTEN": "127.0.0.1:0", "PERCH_METRICS_TOKEN": token}, io.Discard)
 	m := regexp.MustCompile(`perch metrics on (http://\S+)/metrics`).FindStringSubmatch(out.String())
@@ -285,6 +292,7 @@ func TestMetricsApart(t *testing.T) {
 }
 
 func TestMetricsSettings(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env  map[string]string
 		want string // in the error; "" for none
@@ -315,6 +323,7 @@ func TestMetricsSettings(t *testing.T) {
 // TestSQLiteSyncSetting: PERCH_SQLITE_SYNC (--sqlite-sync) is normal unless
 // set, takes full, and refuses anything else by name.
 func TestSQLiteSyncSetting(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env, flag string
 		want      store.Sync
@@ -344,6 +353,7 @@ func TestSQLiteSyncSetting(t *testing.T) {
 // TestServeWarnsWhileTokenlessDeliveriesBroadcast: the default that lets
 // anyone with the address reach every user is said out loud at start-up.
 func TestServeWarnsWhileTokenlessDeliveriesBroadcast(t *testing.T) {
+	t.Parallel()
 	const warning = "webhook deliveries without a token are broadcast to every user"
 	on := &syncBuffer{}
 	startServerLogging(t, map[string]string{}, on)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestSecretKeySetting(t *testing.T) {
+	t.Parallel()
 	const bad = "not-a-key-but-a-secret-value"
 	_, err := parseConfig("serve", nil, func(k string) string { return map[string]string{"PERCH_SECRET_KEY": bad}[k] }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "PERCH_SECRET_KEY") || !strings.Contains(err.Error(), "base64") {
@@ -38,6 +39,7 @@ func TestSecretKeySetting(t *testing.T) {
 }
 
 func TestSQLiteKeepsAKeyFileBesideTheDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "perch.db"))
 	if err != nil {
@@ -72,6 +74,7 @@ func TestSQLiteKeepsAKeyFileBesideTheDatabase(t *testing.T) {
 }
 
 func TestPostgresWithoutAKeyHasNone(t *testing.T) {
+	t.Parallel()
 	st := storetest.New(t, store.Postgres)
 	box, err := openSecrets(&config{}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil || box != nil {
@@ -82,6 +85,7 @@ func TestPostgresWithoutAKeyHasNone(t *testing.T) {
 // The e-mail settings an admin stores win over PERCH_SMTP_URL for the very
 // next message, in the server as serve builds it.
 func TestStoredEmailSettingsWinOverTheEnvironment(t *testing.T) {
+	t.Parallel()
 	first, second := mailtest.Start(t), mailtest.Start(t)
 	base := startServer(t, map[string]string{"PERCH_SMTP_URL": first.URL(), "PERCH_MAIL_FROM": "Perch <perch@example.com>",
 		"PERCH_BASE_URL": "https://perch.example.com", "PERCH_ADMIN_EMAILS": "root@example.com"})
@@ -111,6 +115,7 @@ func TestStoredEmailSettingsWinOverTheEnvironment(t *testing.T) {
 // SQLite file's mode alone, but says so when every user of the machine
 // can read it; a database it made itself (0600) draws no warning.
 func TestServeWarnsOfADatabaseOthersCanRead(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no Unix file modes")
 	}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSend(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	env := map[string]string{"PERCH_SERVER": base, "PERCH_WEBHOOK_TOKEN": u.webhook}

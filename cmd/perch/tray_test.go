@@ -105,6 +105,7 @@ func readOnServer(t *testing.T, u *testUser, id string) bool {
 // in the history page the tray fetches on ready. The page must leave it to
 // its frame, which raises it; taken from the page, it would never be raised.
 func TestTrayRaisesWhatIsStoredAfterReady(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -138,6 +139,7 @@ func TestTrayRaisesWhatIsStoredAfterReady(t *testing.T) {
 }
 
 func TestTrayFollowsTheServer(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Ada")
 	dir := t.TempDir()
@@ -217,6 +219,7 @@ func TestTrayFollowsTheServer(t *testing.T) {
 }
 
 func TestTraySignsOutAndIn(t *testing.T) {
+	t.Parallel()
 	base := clientServer(t)
 	u := newTestUser(t, base, "Grace")
 	// The tray's own session, so that signing it out leaves the test's.
@@ -258,6 +261,7 @@ func TestTraySignsOutAndIn(t *testing.T) {
 }
 
 func TestTrayRefusesWithoutADesktop(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"PERCH_CONFIG_DIR": dir}
 	getenv := func(k string) string { return env[k] }

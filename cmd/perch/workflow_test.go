@@ -9,6 +9,7 @@ import (
 // PERCH_WORKFLOW_ALLOW_PRIVATE: off by default, a boolean, and said out
 // loud at start-up when on.
 func TestWorkflowAllowPrivateSetting(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	c, err := parseConfig("serve", nil, env(nil), io.Discard)
 	if err != nil || c.WorkflowPrivate {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRegistrationMailVerifiesTheAddress(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -33,6 +34,7 @@ func TestRegistrationMailVerifiesTheAddress(t *testing.T) {
 }
 
 func TestForgotAndResetPassword(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -70,6 +72,7 @@ func TestForgotAndResetPassword(t *testing.T) {
 }
 
 func TestResetLinkExpiresAfterAnHour(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -82,6 +85,7 @@ func TestResetLinkExpiresAfterAnHour(t *testing.T) {
 }
 
 func TestChangeEmailAfterVerifyingTheNewAddress(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -107,6 +111,7 @@ func TestChangeEmailAfterVerifyingTheNewAddress(t *testing.T) {
 // TestCheckResetLink: the reset page asks whether its link works, and the
 // asking spends nothing.
 func TestCheckResetLink(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

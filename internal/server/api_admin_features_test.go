@@ -28,6 +28,7 @@ func (a *api) featureAudits() []*perch.AuditEntry {
 }
 
 func TestAdminFeatureFlags(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -116,6 +117,7 @@ func TestAdminFeatureFlags(t *testing.T) {
 }
 
 func TestAdminFeatureFlagRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -157,6 +159,7 @@ func TestAdminFeatureFlagRefusals(t *testing.T) {
 // TestMyFeaturesFollowTheRollout: each user's answer is their stable place
 // in the rollout, the same on every read.
 func TestMyFeaturesFollowTheRollout(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")

@@ -26,6 +26,7 @@ func counts(v any) map[string]float64 {
 }
 
 func TestAdminMetricsSummary(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -78,6 +79,7 @@ func TestAdminMetricsSummary(t *testing.T) {
 // TestConnectedClientsAreSummedAcrossInstances: two servers over one
 // database, each with a WebSocket client, each reporting its own.
 func TestConnectedClientsAreSummedAcrossInstances(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		b := newAPI(t, s, func(o *Options) { o.Now = a.clock.Now })
@@ -128,6 +130,7 @@ func TestConnectedClientsAreSummedAcrossInstances(t *testing.T) {
 }
 
 func TestAdminMetricSeries(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s) // the clock starts at 2026-11-22 09:00 UTC
 		root := a.platformAdmin("Root")

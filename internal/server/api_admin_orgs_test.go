@@ -11,6 +11,7 @@ import (
 )
 
 func TestAdminListsAndReadsOrgs(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -51,6 +52,7 @@ func TestAdminListsAndReadsOrgs(t *testing.T) {
 }
 
 func TestAdminChangesAnOrgsPlan(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -114,6 +116,7 @@ func TestAdminChangesAnOrgsPlan(t *testing.T) {
 }
 
 func TestAdminPlansCountSubscribers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")

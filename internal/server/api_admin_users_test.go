@@ -66,6 +66,7 @@ func (a *api) adminUser(admin, acc *account) map[string]any {
 }
 
 func TestAdminListsUsersSearchedAndPaged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -116,6 +117,7 @@ func TestAdminListsUsersSearchedAndPaged(t *testing.T) {
 }
 
 func TestAdminDisablingAUserEndsEverythingOfTheirs(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -188,6 +190,7 @@ func TestAdminDisablingAUserEndsEverythingOfTheirs(t *testing.T) {
 
 // Disabling on one instance closes the user's sockets on another.
 func TestAdminDisablingReachesEveryInstance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		shared := fanout.NewLocal()
 		useShared := func(o *Options) { o.Fanout, o.Hub = shared, hub.New() }
@@ -211,6 +214,7 @@ func TestAdminDisablingReachesEveryInstance(t *testing.T) {
 }
 
 func TestAdminDisabledUserCannotFinishADesktopSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -225,6 +229,7 @@ func TestAdminDisabledUserCannotFinishADesktopSignIn(t *testing.T) {
 }
 
 func TestAdminRoleChangesKeepAnAdmin(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -296,6 +301,7 @@ func TestAdminRoleChangesKeepAnAdmin(t *testing.T) {
 }
 
 func TestLastSeenAtFollowsSignInsAndRequests(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")

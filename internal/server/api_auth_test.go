@@ -10,6 +10,7 @@ import (
 )
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		res := expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]any{
@@ -41,6 +42,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterValidation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		cases := []struct {
@@ -76,6 +78,7 @@ func TestRegisterValidation(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -96,6 +99,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestRefreshRotatesAndReuseRevokes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -118,6 +122,7 @@ func TestRefreshRotatesAndReuseRevokes(t *testing.T) {
 }
 
 func TestAccessTokenExpiresAfterFifteenMinutes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -132,6 +137,7 @@ func TestAccessTokenExpiresAfterFifteenMinutes(t *testing.T) {
 }
 
 func TestLogoutRevokesOneSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

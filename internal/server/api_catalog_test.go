@@ -10,6 +10,7 @@ import (
 )
 
 func TestPlansNeedNoSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		plans := expect(t, a.call("GET", "/api/v1/billing/plans", "", nil), 200).List()
@@ -27,6 +28,7 @@ func TestPlansNeedNoSignIn(t *testing.T) {
 }
 
 func TestAnnouncements(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root") // root@example.com is listed in AdminEmails
@@ -69,6 +71,7 @@ func TestAnnouncements(t *testing.T) {
 }
 
 func TestAdminGrantedInTheStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

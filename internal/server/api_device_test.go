@@ -83,6 +83,7 @@ func wantField(tb testing.TB, res *response, field string) {
 }
 
 func TestDeviceSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -111,6 +112,7 @@ func TestDeviceSignIn(t *testing.T) {
 }
 
 func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -136,6 +138,7 @@ func TestDeviceCompleteAnswersTheCallback(t *testing.T) {
 }
 
 func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -160,6 +163,7 @@ func TestDeviceCompleteRefusesOtherSites(t *testing.T) {
 }
 
 func TestDeviceCompleteRefusesAPITokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -173,6 +177,7 @@ func TestDeviceCompleteRefusesAPITokens(t *testing.T) {
 // TestDeviceAuthorizeAnswersJSONEvenToABrowser: the API speaks JSON; the
 // page to open is in the answer, not a redirect.
 func TestDeviceAuthorizeAnswersJSONEvenToABrowser(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	v := newVerifier()
 	res := expect(t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(v), "", nil, "Accept", chromeAccept), 200)
@@ -182,6 +187,7 @@ func TestDeviceAuthorizeAnswersJSONEvenToABrowser(t *testing.T) {
 }
 
 func TestDeviceStatusPolling(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -209,6 +215,7 @@ func TestDeviceStatusPolling(t *testing.T) {
 }
 
 func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -247,6 +254,7 @@ func TestDeviceOneWinnerAmongRacingPollsAndExchanges(t *testing.T) {
 }
 
 func TestDeviceDeny(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -274,6 +282,7 @@ func TestDeviceDeny(t *testing.T) {
 }
 
 func TestDeviceCompleteBadBodies(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -286,6 +295,7 @@ func TestDeviceCompleteBadBodies(t *testing.T) {
 }
 
 func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -314,6 +324,7 @@ func TestDeviceExchangeWrongVerifierOrCode(t *testing.T) {
 }
 
 func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -330,6 +341,7 @@ func TestDeviceStatusNeedsTheVerifier(t *testing.T) {
 }
 
 func TestDeviceSignInExpires(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -358,6 +370,7 @@ func TestDeviceSignInExpires(t *testing.T) {
 }
 
 func TestDeviceAuthorizeValidation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		good := perch.S256Challenge(newVerifier())
@@ -394,6 +407,7 @@ func TestDeviceAuthorizeValidation(t *testing.T) {
 }
 
 func TestDeviceUnknownSession(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -408,6 +422,7 @@ func TestDeviceUnknownSession(t *testing.T) {
 // TestDevicePollingSparesTheSignInLimit: the app polls far more often than
 // the sign-in limit allows, in a bucket of its own.
 func TestDevicePollingSparesTheSignInLimit(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
 		o.AuthLimit = perch.Limit{Count: 3, Period: 15 * time.Minute}
 		o.UserLimit = perch.Limit{Count: 20, Period: time.Minute}

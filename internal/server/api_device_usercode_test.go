@@ -20,6 +20,7 @@ import (
 // verifier, must not get the victim's tokens, and the one-time code went to
 // the victim's own loopback port.
 func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		victim := a.register("Victim")
@@ -68,6 +69,7 @@ func TestDevicePhishedApprovalGivesThePollNoTokens(t *testing.T) {
 // own app shows lets that app sign in by polling, as typed in any case and
 // with or without the hyphen.
 func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -98,6 +100,7 @@ func TestDeviceUserCodeLetsThePollSignIn(t *testing.T) {
 // shows approves nothing, answers validation_failed on user_code, and
 // leaves the sign-in pending for the right one.
 func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -149,6 +152,7 @@ func TestDeviceWrongUserCodeIsRefused(t *testing.T) {
 // signed-in user what the app calls itself, when and from where it asked,
 // and never the user code, which they must read off their own app.
 func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada Lovelace")
@@ -187,6 +191,7 @@ func TestDeviceRequestShowsWhatIsApproved(t *testing.T) {
 }
 
 func TestDeviceAuthorizeClientName(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		challenge := perch.S256Challenge(newVerifier())
@@ -210,6 +215,7 @@ func TestDeviceAuthorizeClientName(t *testing.T) {
 // exactly as for an id that does not exist, whether they read it or try
 // to answer it again.
 func TestDeviceRequestIsSeenOnlyByWhoMayAnswerIt(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob := a.register("Ada"), a.register("Bob")

@@ -14,6 +14,7 @@ import (
 // account linked to someone else is refused with a message on the profile.
 // Another site's link to the start does not link: it signs in.
 func TestOAuthLinksWhileSignedIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -78,6 +79,7 @@ func TestOAuthLinksWhileSignedIn(t *testing.T) {
 // while it is the last way to sign in, and allowed once there is another
 // (a provider, or a password).
 func TestIdentitiesListAndRemove(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		root := a.platformAdmin("Root")

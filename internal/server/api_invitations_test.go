@@ -11,6 +11,7 @@ import (
 )
 
 func TestInvitationMailJoinsNewUserToTheOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -53,6 +54,7 @@ func TestInvitationMailJoinsNewUserToTheOrg(t *testing.T) {
 }
 
 func TestAcceptInvitationWhenSignedIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob, carol := a.register("Ada"), a.register("Bob"), a.register("Carol")
@@ -75,6 +77,7 @@ func TestAcceptInvitationWhenSignedIn(t *testing.T) {
 }
 
 func TestInvitationRules(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -122,6 +125,7 @@ func TestInvitationRules(t *testing.T) {
 }
 
 func TestSeatCapCountsMembersAndPendingInvitations(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada") // team plan: 25 seats

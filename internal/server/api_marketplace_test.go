@@ -16,6 +16,7 @@ const marketplacePath = "/api/v1/marketplace/workflows"
 // installs it, Ada republishes, Bob sees the update and takes it, forks
 // it, and Ada withdraws it.
 func TestMarketplaceRoundTrip(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob := a.register("Ada"), a.register("Bob")
@@ -156,6 +157,7 @@ func TestMarketplaceRoundTrip(t *testing.T) {
 // nothing until an owner or admin, having filled in the new step, switches
 // it on again.
 func TestTakingAMarketplaceUpdateSwitchesTheCopyOff(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob := a.register("Ada"), a.register("Bob")
@@ -208,6 +210,7 @@ func TestTakingAMarketplaceUpdateSwitchesTheCopyOff(t *testing.T) {
 }
 
 func TestMarketplaceSearchSortAndPages(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob := a.register("Ada"), a.register("Bob")

@@ -22,6 +22,7 @@ import (
 // the fake's token endpoint checked against the verifier. A later sign-in
 // with the same GitHub account comes back to the same Perch account.
 func TestOAuthGitHubMakesAnAccount(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -86,6 +87,7 @@ func TestOAuthGitHubMakesAnAccount(t *testing.T) {
 // ID token's signature, audience and nonce are checked, and email_verified
 // decides whether the address may be used.
 func TestOAuthGoogleMakesAnAccount(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.google.SignInAs("108-google-sub", "grace@example.com", true)
@@ -147,6 +149,7 @@ func TestOAuthGoogleMakesAnAccount(t *testing.T) {
 // same address); and neither does a verified one of an account whose own
 // address was never confirmed (whoever registered it may not own it).
 func TestOAuthLinksOnlyByVerifiedAddresses(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -208,6 +211,7 @@ func TestOAuthLinksOnlyByVerifiedAddresses(t *testing.T) {
 // for a second exchange only if the state check lets it through, and the
 // message says which check refused.
 func TestOAuthRefusesBadStates(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.github.SignInAs(githubUser(7, "lin", "lin@example.com", true))
@@ -264,6 +268,7 @@ func TestOAuthRefusesBadStates(t *testing.T) {
 // Where the browser goes afterwards: a path of this site as asked, anything
 // else (another host however disguised) the feed.
 func TestOAuthRedirectsOnlyToLocalPaths(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.github.SignInAs(githubUser(8, "max", "max@example.com", true))
@@ -282,6 +287,7 @@ func TestOAuthRedirectsOnlyToLocalPaths(t *testing.T) {
 // is sent back to sign in with a message that says so, and is not signed
 // in.
 func TestOAuthDeniedConsentAndProviderErrors(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.github.Deny()
@@ -317,6 +323,7 @@ func TestOAuthDeniedConsentAndProviderErrors(t *testing.T) {
 
 // A disabled account cannot sign in with a provider either.
 func TestOAuthRefusesDisabledAccounts(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -343,6 +350,7 @@ func TestOAuthRefusesDisabledAccounts(t *testing.T) {
 // A member of an organisation that signs in with SAML alone cannot sign in
 // with a provider either; its owners can (break-glass).
 func TestOAuthRefusesWhereSingleSignOnIsEnforced(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		owner := a.register("Olive Owner")
@@ -373,6 +381,7 @@ func TestOAuthRefusesWhereSingleSignOnIsEnforced(t *testing.T) {
 // approval page of that sign-in, signed in, and the app ends up with its
 // own session once the page approves it.
 func TestOAuthContinuesADesktopSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.google.SignInAs("desk-1", "desk@example.com", true)
@@ -397,6 +406,7 @@ func TestOAuthContinuesADesktopSignIn(t *testing.T) {
 
 // An unconfigured provider: 404 naming the settings, on every route.
 func TestOAuthUnconfiguredProvider(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		for _, path := range []string{"/api/v1/auth/oauth-a", "/api/v1/auth/github", "/api/v1/auth/oauth-a/callback", "/api/v1/auth/github/callback",
@@ -420,6 +430,7 @@ func TestOAuthUnconfiguredProvider(t *testing.T) {
 // server whose issuer cannot be reached starts, answers the start 503 with
 // a message naming the setting, and works once the issuer answers.
 func TestOAuthGoogleDiscoveryIsLazy(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -448,6 +459,7 @@ func TestOAuthGoogleDiscoveryIsLazy(t *testing.T) {
 
 // The flows left unfinished are pruned with the sessions.
 func TestOAuthUnfinishedFlowsArePruned(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		p.github.SignInAs(githubUser(11, "pru", "pru@example.com", true))
@@ -468,6 +480,7 @@ func TestOAuthUnfinishedFlowsArePruned(t *testing.T) {
 // and SameSite=Lax, the flow cookie only under the callbacks' paths and
 // for as long as a flow lives.
 func TestOAuthCookiesOverHTTPS(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		p := &fakeProviders{}
 		a := newAPI(t, s, func(o *Options) { o.BaseURL = "https://perch.test" }, withProviders(t, p))
@@ -507,6 +520,7 @@ func TestOAuthCookiesOverHTTPS(t *testing.T) {
 // of their own: a person who used up their password attempts can still
 // sign in with GitHub.
 func TestOAuthRateLimit(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		p := &fakeProviders{}
 		a := newAPI(t, s, withProviders(t, p), func(o *Options) {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestOrgShowsPlanAndSeats(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -30,6 +31,7 @@ func TestOrgShowsPlanAndSeats(t *testing.T) {
 }
 
 func TestRenameOrg(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -51,6 +53,7 @@ func TestRenameOrg(t *testing.T) {
 }
 
 func TestMembersAndRoles(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -83,6 +86,7 @@ func TestMembersAndRoles(t *testing.T) {
 }
 
 func TestRemovedMemberLosesAccessAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -118,6 +122,7 @@ func TestRemovedMemberLosesAccessAtOnce(t *testing.T) {
 }
 
 func TestTeams(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

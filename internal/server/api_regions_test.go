@@ -9,6 +9,7 @@ import (
 )
 
 func TestRegions(t *testing.T) {
+	t.Parallel()
 	alone := newAPI(t, storetest.New(t, store.SQLite))
 	res := expect(t, alone.call("GET", "/api/v1/regions", "", nil), 200)
 	if got := res.List(); len(got) != 1 || got[0]["name"] != "default" || got[0]["url"] != "http://perch.test" || got[0]["current"] != true {

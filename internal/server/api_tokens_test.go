@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreateAndUseAPIToken(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -51,6 +52,7 @@ func TestCreateAndUseAPIToken(t *testing.T) {
 }
 
 func TestAPITokenLabelRules(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -67,6 +69,7 @@ func TestAPITokenLabelRules(t *testing.T) {
 }
 
 func TestDeactivatedOrDeletedTokenFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -90,6 +93,7 @@ func TestDeactivatedOrDeletedTokenFailsAtOnce(t *testing.T) {
 }
 
 func TestAnotherUsersTokenIsNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada, bob := a.register("Ada"), a.register("Bob")
@@ -106,6 +110,7 @@ func TestAnotherUsersTokenIsNotFound(t *testing.T) {
 // TestAnAPITokenCannotMakeCredentials: what a token made would outlive the
 // token's deletion, so only a signed-in person makes tokens.
 func TestAnAPITokenCannotMakeCredentials(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMeNeedsACredential(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		for _, auth := range []string{"", "Basic abc", "Bearer", "Bearer nonsense", "Bearer pat_unknown", "Bearer pac_unknown"} {
@@ -20,6 +21,7 @@ func TestMeNeedsACredential(t *testing.T) {
 }
 
 func TestUpdateMe(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -40,6 +42,7 @@ func TestUpdateMe(t *testing.T) {
 }
 
 func TestPasswordChangeNeedsCurrentAndSignsOutOthers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -66,6 +69,7 @@ func TestPasswordChangeNeedsCurrentAndSignsOutOthers(t *testing.T) {
 }
 
 func TestFeatures(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -88,6 +92,7 @@ func TestFeatures(t *testing.T) {
 // listed in PERCH_ADMIN_EMAILS first is not admin until the mail to it is
 // answered.
 func TestAdminByAddressNeedsTheAddressVerified(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root") // root@example.com is listed

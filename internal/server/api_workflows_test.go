@@ -36,6 +36,7 @@ func (a *api) workflowAudits(action string) []*perch.AuditEntry {
 }
 
 func TestWorkflowsCreateReadUpdateDelete(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -101,6 +102,7 @@ func TestWorkflowsCreateReadUpdateDelete(t *testing.T) {
 }
 
 func TestWorkflowsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -164,6 +166,7 @@ func TestWorkflowsRefuseBadInput(t *testing.T) {
 // the secret sealed, no answer holds it in any form, and saving the
 // workflow as answered keeps it.
 func TestWorkflowForwardSecretsAreSealedAndNeverAnswered(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -219,6 +222,7 @@ func TestWorkflowForwardSecretsAreSealedAndNeverAnswered(t *testing.T) {
 // TestWorkflowFeatureFlags: a platform admin turning a feature off makes
 // its routes 403 feature_disabled at once.
 func TestWorkflowFeatureFlags(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -267,6 +271,7 @@ func TestWorkflowFeatureFlags(t *testing.T) {
 }
 
 func TestWorkflowRunsPageAndFilter(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

@@ -12,6 +12,7 @@ import (
 // a draft of it, would do with an event, and records no run, counts no
 // stats and keeps no state.
 func TestTryingAWorkflowChangesNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

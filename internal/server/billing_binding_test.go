@@ -61,6 +61,7 @@ func wantIgnored(tb testing.TB, res *response, what string) {
 // organisation: answered 200 ignored, so Stripe does not retry, and
 // logged.
 func TestStripeEventsFollowTheLinkedOrganisation(t *testing.T) {
+	t.Parallel()
 	mock := testenv.StripeMock(t)
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, withBilling(billing.NewStripe("sk_test_perch", mock, stripePrices, nil)))
@@ -121,6 +122,7 @@ func TestStripeEventsFollowTheLinkedOrganisation(t *testing.T) {
 // TestPaddleEventsFollowTheLinkedOrganisation: the same for Paddle, whose
 // custom_data anyone opening a checkout with Paddle.js may set.
 func TestPaddleEventsFollowTheLinkedOrganisation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		fake := paddlefake.Start(t, "pdl_test_key", "pri_solo", "pri_team", "pri_enterprise")
 		a := newAPI(t, s, withBilling(billing.NewPaddle("pdl_test_key", fake.URL(), paddlePrices, nil)))

@@ -49,6 +49,7 @@ func paymentFixture(t *testing.T, provider, file string) []byte {
 // belongs to: each changes the subscription as it says, or is ignored;
 // none is an error.
 func TestFixturePayments(t *testing.T) {
+	t.Parallel()
 	dir := testenv.FixturesDir(t)
 	for _, provider := range []string{"stripe", "paddle"} {
 		files, err := filepath.Glob(filepath.Join(dir, "webhooks", provider, "*.json"))

@@ -147,6 +147,7 @@ func (o *billingOrg) payments(a *api, sentinel string) (owner, member []string) 
 // a subscription's life applied once and in order, the owners told of a
 // failed payment while plain members are not, and signatures enforced.
 func TestStripeBilling(t *testing.T) {
+	t.Parallel()
 	mock := testenv.StripeMock(t)
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, withBilling(billing.NewStripe("sk_test_perch", mock, stripePrices, nil)))
@@ -245,6 +246,7 @@ func TestStripeBilling(t *testing.T) {
 // TestPaddleBilling: checkout through Paddle (the API fake), and its
 // subscription events applied to the organisation named in custom_data.
 func TestPaddleBilling(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		fake := paddlefake.Start(t, "pdl_test_key", "pri_solo", "pri_team", "pri_enterprise")
 		a := newAPI(t, s, withBilling(billing.NewPaddle("pdl_test_key", fake.URL(), paddlePrices, nil)))
@@ -291,6 +293,7 @@ func TestPaddleBilling(t *testing.T) {
 // TestBillingOff: with no provider, checkout and the portal are 503
 // billing_unavailable; receivers without their secret take nothing.
 func TestBillingOff(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	owner := a.register("Olive Owner")
 	a.apiToken(owner, "outlives the clock")
@@ -315,6 +318,7 @@ func TestBillingOff(t *testing.T) {
 // before a trial ends, once; a trial that ends unpaid moves the
 // organisation to solo with status none.
 func TestTrialsEnd(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		fake := paddlefake.Start(t, "pdl_test_key")
 		a := newAPI(t, s, withBilling(billing.NewPaddle("pdl_test_key", fake.URL(), paddlePrices, nil)))
@@ -353,6 +357,7 @@ func TestTrialsEnd(t *testing.T) {
 // with the rate-limit headers and Retry-After (the providers retry it),
 // while other addresses, and the address's other buckets, go on.
 func TestPaymentReceiversAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
 		o.StripeWebhookSecret, o.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
 		o.PaymentLimit = perch.Limit{Count: 3, Period: time.Minute}

@@ -80,6 +80,7 @@ func (c *wsConn) nothingMore() {
 // wake-up cannot be sent, then the second instance stores another. Both
 // clients get both, in order, once, with no further traffic.
 func TestDeliveryCrossesARedisWritePause(t *testing.T) {
+	t.Parallel()
 	s := storetest.New(t, store.Postgres) // several instances need PostgreSQL
 	r := testenv.StartRedis(t)
 	channel := fmt.Sprintf("perch-test-%d:fanout", time.Now().UnixNano())
@@ -112,6 +113,7 @@ func TestDeliveryCrossesARedisWritePause(t *testing.T) {
 // clients get it from the log, with nothing more stored; the instance
 // that stored it says wake-ups are failing.
 func TestDeliveryGoesOnWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
 	s := storetest.New(t, store.Postgres)
 	r := testenv.StartRedis(t)
 	channel := fmt.Sprintf("perch-test-%d:fanout", time.Now().UnixNano())

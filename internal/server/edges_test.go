@@ -16,6 +16,7 @@ import (
 )
 
 func TestUnknownRouteAndWrongMethod(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	expect(t, a.call("GET", "/api/v1/nothing-here", "", nil), 404)
 	expect(t, a.call("GET", "/no-such-page", "", nil), 404) // outside the API and the dashboard
@@ -30,6 +31,7 @@ func TestUnknownRouteAndWrongMethod(t *testing.T) {
 }
 
 func TestBadBodies(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -57,6 +59,7 @@ func TestBadBodies(t *testing.T) {
 }
 
 func TestBodyOverTheLimitIs413(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	big := `{"label": "` + strings.Repeat("x", defaultBodyLimit) + `"}`
@@ -75,6 +78,7 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 }
 
 func TestPanicsBecomeQuiet500s(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	a.srv.mux.Handle("GET /test/panic", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error {
 		panic("secret detail")
@@ -92,6 +96,7 @@ func TestPanicsBecomeQuiet500s(t *testing.T) {
 // browser is told not to guess the content type (the dashboard's pages and
 // assets are checked in internal/web).
 func TestEveryResponseSaysNoSniff(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	a.srv.mux.Handle("GET /test/panic", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error { panic("boom") }))
@@ -123,6 +128,7 @@ func TestEveryResponseSaysNoSniff(t *testing.T) {
 }
 
 func TestRequestIDsAreTheCallersOnlyWhenPlain(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	a.srv.mux.Handle("GET /test/fail", a.srv.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errors.New("internal detail")
@@ -150,6 +156,7 @@ func TestRequestIDsAreTheCallersOnlyWhenPlain(t *testing.T) {
 }
 
 func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.AuthLimit = perch.Limit{Count: 10, Period: 15 * time.Minute} })
 		login := map[string]string{"email": "nobody@example.com", "password": "whatever it is"}
@@ -182,6 +189,7 @@ func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
 // and register's; mistyped passwords do not lock a person out of resetting
 // theirs, and a desktop sign-in does not spend sign-in attempts.
 func TestEachKindOfSignInRequestHasItsOwnBucket(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.AuthLimit = perch.Limit{Count: 2, Period: 15 * time.Minute} })
 	login := map[string]string{"email": "ada@example.com", "password": "not the password"}
 	expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
@@ -199,6 +207,7 @@ func TestEachKindOfSignInRequestHasItsOwnBucket(t *testing.T) {
 // TestRateLimitHeadersOnEveryAnswer: a rate-limited route says how much is
 // left on every answer, refusals of its credential and of its input too.
 func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	for _, res := range []*response{
@@ -220,6 +229,7 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 }
 
 func TestAuthenticatedEndpointsAreLimitedPerUser(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Minute} })
 	ada, bob := a.register("Ada"), a.register("Bob")
 	a.apiToken(ada, "ci") // one request
@@ -233,6 +243,7 @@ func TestAuthenticatedEndpointsAreLimitedPerUser(t *testing.T) {
 }
 
 func TestClientIPTrustsOnlyConfiguredProxies(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
 		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	})
@@ -257,6 +268,7 @@ func TestClientIPTrustsOnlyConfiguredProxies(t *testing.T) {
 }
 
 func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
 	s := storetest.New(t, store.SQLite)
 	a := newAPI(t, s)
 	expect(t, a.call("GET", "/healthz", "", nil), 200)

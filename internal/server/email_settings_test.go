@@ -53,6 +53,7 @@ func settingsAt(port int) map[string]any {
 const smtpPassword = "s3cret-smtp-passw0rd"
 
 func TestEmailConfigIsStoredAndUsedAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -133,6 +134,7 @@ func TestEmailConfigIsStoredAndUsedAtOnce(t *testing.T) {
 }
 
 func TestEmailConfigRefusesBadSettings(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -166,6 +168,7 @@ func TestEmailConfigRefusesBadSettings(t *testing.T) {
 }
 
 func TestEmailConfigTestSend(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -201,6 +204,7 @@ func TestEmailConfigTestSend(t *testing.T) {
 }
 
 func TestEmailConfigWithoutAnyServer(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.MailSettings = NewMailSettings(s, o.Secrets, nil) })
 		root := a.platformAdmin("Root")
@@ -216,6 +220,7 @@ func TestEmailConfigWithoutAnyServer(t *testing.T) {
 }
 
 func TestSecretsNeedAKey(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		// As on PostgreSQL without PERCH_SECRET_KEY.
 		a := newAPI(t, s, func(o *Options) {
@@ -244,6 +249,7 @@ func TestSecretsNeedAKey(t *testing.T) {
 }
 
 func TestPasswordSealedUnderAnotherKeyFailsClearly(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")

@@ -32,6 +32,7 @@ func whSenderOf(path string) (string, bool) {
 // sender, and checks the stored notification through the history API. The
 // senders' published payloads are read in place, never copied here.
 func TestSharedFixturesThroughReceivers(t *testing.T) {
+	t.Parallel()
 	dir, cases := testenv.WebhookCases(t)
 
 	storetest.Run(t, func(t *testing.T, s *store.Store) {

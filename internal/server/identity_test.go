@@ -52,6 +52,7 @@ func (a *api) grants(id string) []*perch.AuditEntry {
 // SCIM token and patching oneself through SCIM made the address verified,
 // and the account a platform admin.
 func TestSCIMWritesDoNotProveAMailbox(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		boss := a.register("Root")
@@ -82,6 +83,7 @@ func TestSCIMWritesDoNotProveAMailbox(t *testing.T) {
 // Finding 2: the invitation link the inviter is shown registered the
 // invited address as verified, and so a listed address as platform admin.
 func TestTheInvitationLinkShownToTheInviterProvesNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.AdminEmails = append(o.AdminEmails, "cto@example.com") })
 		mallory := a.register("Mallory")
@@ -114,6 +116,7 @@ func TestTheInvitationLinkShownToTheInviterProvesNothing(t *testing.T) {
 // just-in-time accounts on, asserted a listed address and got a verified
 // platform admin in their organisation.
 func TestSAMLJustInTimeAccountsAreNeitherProvenNorAdmins(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		e.configure(map[string]any{"jit_provisioning": true})
@@ -155,6 +158,7 @@ func TestSAMLJustInTimeAccountsAreNeitherProvenNorAdmins(t *testing.T) {
 // "Continue with GitHub" linked into it, and the maker's password still
 // worked.
 func TestGitHubDoesNotLinkIntoAnAccountWhoseMailboxIsNotProven(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		mallory := a.register("Mallory")
@@ -178,6 +182,7 @@ func TestGitHubDoesNotLinkIntoAnAccountWhoseMailboxIsNotProven(t *testing.T) {
 // that organisation's identity provider signed in as the admin, and its
 // SCIM token deactivated the admin.
 func TestAnOrganisationsIdentityProviderCannotReachAPlatformAdmin(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		e.configure(nil)
@@ -220,6 +225,7 @@ func TestAnOrganisationsIdentityProviderCannotReachAPlatformAdmin(t *testing.T) 
 // moves none out of them (unless the operator allows any domain); each
 // refusal is audited and changes nothing.
 func TestSCIMCreatesOnlyInVerifiedDomains(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("Olive Owner")
@@ -251,6 +257,7 @@ func TestSCIMCreatesOnlyInVerifiedDomains(t *testing.T) {
 // Finding 8a: a SCIM deactivation left the member's webhook tokens
 // delivering from the token cache for up to 30 s.
 func TestSCIMDeactivationStopsWebhookTokensAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("Olive Owner")
@@ -272,6 +279,7 @@ func TestSCIMDeactivationStopsWebhookTokensAtOnce(t *testing.T) {
 // Every grant and withdrawal of platform admin, by any path, is audited:
 // an admin's change, and the setting's when an address leaves it.
 func TestEveryAdminGrantIsAudited(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		grace := a.platformAdmin("Grace")
@@ -312,6 +320,7 @@ func TestEveryAdminGrantIsAudited(t *testing.T) {
 // WebSockets) for every member it binds: at once when it starts, when
 // someone joins the organisation, and when an owner stops being one.
 func TestEnforcedSingleSignOnEndsEarlierSignIns(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		e.configure(nil)

@@ -13,6 +13,7 @@ import (
 // TestMetricsBehindAToken: with MetricsToken set, /metrics answers only
 // "Authorization: Bearer <token>", and 401 in the error shape otherwise.
 func TestMetricsBehindAToken(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.MetricsToken = "s3cret-scrape-token" })
 	ada := a.register("Ada")
 	for _, auth := range []string{"", "Bearer", "Bearer wrong", "Bearer s3cret-scrape-token-and-more", "Bearer s3cret-scrape-toke",
@@ -37,6 +38,7 @@ func TestMetricsBehindAToken(t *testing.T) {
 // has no /metrics and MetricsHandler serves it (and nothing else), still
 // behind the token when one is set.
 func TestMetricsOnAListenerOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.SeparateMetrics = true; o.MetricsToken = "tok" })
 	expect(t, a.call("GET", "/metrics", "", nil, "Authorization", "Bearer tok"), 404)
 	a.call("GET", "/api/v1/billing/plans", "", nil)

@@ -66,6 +66,7 @@ func (a *api) subscriberIDs(root *account, limit int) (ids []string, total float
 }
 
 func TestNewsletterOptInListExportAndSend(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -183,6 +184,7 @@ func TestNewsletterOptInListExportAndSend(t *testing.T) {
 }
 
 func TestNewsletterUnsubscribeRefusesBadTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -215,6 +217,7 @@ func TestNewsletterUnsubscribeRefusesBadTokens(t *testing.T) {
 }
 
 func TestNewsletterSendIsValidated(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root")
@@ -232,6 +235,7 @@ func TestNewsletterSendIsValidated(t *testing.T) {
 }
 
 func TestNewsletterUnsubscribeIsLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
 		for range 2 {

@@ -43,6 +43,7 @@ func flowAtRest(t *testing.T, db *sql.DB, state, challenge, nonce string) {
 // nor holds the nonce or the state. The sign-ins then finish as before,
 // the providers checking the verifier and the nonce.
 func TestOAuthFlowsKeepNoVerifierInTheClear(t *testing.T) {
+	t.Parallel()
 	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		a, p := newOAuthAPI(t, s)
 
@@ -76,6 +77,7 @@ func TestOAuthFlowsKeepNoVerifierInTheClear(t *testing.T) {
 // upgraded) is not used: the browser is sent back to start again, and the
 // provider is never asked to redeem the code with it.
 func TestOAuthFlowKeptInTheClearStartsAgain(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a, p := newOAuthAPI(t, s)
 		state := "state-of-a-flow-kept-in-the-clear"

@@ -26,6 +26,7 @@ import (
 // 3.1 (kin-openapi validates a 3.1 document by the 3.1 rules and its schemas
 // by JSON Schema 2020-12).
 func TestOpenAPIDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	sp, err := spec()
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 // openapi.json is legal JSON that every reader takes differently (most keep
 // the last), so a merge that repeats a schema or parameter must not pass.
 func TestOpenAPIHasNoRepeatedKeys(t *testing.T) {
+	t.Parallel()
 	dec := json.NewDecoder(bytes.NewReader(openAPIDocument))
 	var walk func(path string) error
 	walk = func(path string) error {
@@ -97,6 +99,7 @@ func TestOpenAPIHasNoRepeatedKeys(t *testing.T) {
 // described paths has an operation in openapi.json, and every operation
 // there is a route.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
 	sp, err := spec()
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +162,7 @@ func registeredRoutes(tb testing.TB) []string {
 
 // TestOpenAPIIsServed: the document is served as is.
 func TestOpenAPIIsServed(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	res := expect(t, a.call("GET", "/api/v1/openapi.json", "", nil), 200)
 	if res.Raw != string(openAPIDocument) || res.Body["openapi"] != "3.1.0" {
@@ -191,6 +195,7 @@ func (r *recordingTB) take() []string {
 // server goes through fails a test on an undescribed route or status, a
 // missing header, a wrong content type, and a body of the wrong shape.
 func TestResponseCheckerRefusesWhatIsNotDescribed(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	me := expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200).Raw
@@ -265,6 +270,7 @@ func TestResponseCheckerRefusesWhatIsNotDescribed(t *testing.T) {
 // its parameters, body and responses, links only to what is on the page, and
 // needs no script.
 func TestAPIDocsPage(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	res := a.call("GET", "/docs/api", "", nil)
 	if res.Status != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {

@@ -50,6 +50,7 @@ func wantUnavailable(t *testing.T, res *response) {
 // saying what is wrong; the first write that succeeds afterwards makes it
 // 200 again.
 func TestAStorageOutageAnswersUnavailableAndMakesTheInstanceUnready(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Backends {
 		t.Run(string(dialect), func(t *testing.T) {
 			s, outage := storetest.WithOutage(t, dialect)
@@ -105,6 +106,7 @@ func TestAStorageOutageAnswersUnavailableAndMakesTheInstanceUnready(t *testing.T
 // unready while that fails, and is ready again as soon as one succeeds,
 // without any delivery.
 func TestAnUnreadyInstanceTriesAWriteOfItsOwn(t *testing.T) {
+	t.Parallel()
 	s, outage := storetest.WithOutage(t, store.SQLite)
 	a := newAPI(t, s)
 	ada := a.register("Ada")
@@ -137,6 +139,7 @@ func TestAnUnreadyInstanceTriesAWriteOfItsOwn(t *testing.T) {
 // instance ready (delivery goes on without it) but degraded, and says what
 // is wrong only in the words of Perch's own errors.
 func TestReadinessReportsTheWakeupChannel(t *testing.T) {
+	t.Parallel()
 	var wakeups error
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.WakeupHealth = func() error { return wakeups } })
 	if checks, res := a.readyz(200); res.Body["status"] != "ready" || checks["wakeups"] != "ok" {

@@ -10,6 +10,7 @@ import (
 // A receiver's answer is the same bytes whether writeReceipt appends it
 // itself or hands it to encoding/json.
 func TestReceiptEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		rc    receipt

@@ -86,6 +86,7 @@ func (e *samlEnv) failuresAudited(orgID string) []*perch.AuditEntry {
 // bounds stops them before the parse; none is audited (no signature was
 // verified); and the identity provider's own responses still sign in.
 func TestSAMLBoundsTheResponseBeforeParsing(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -197,6 +198,7 @@ func roomy(t *testing.T, what string, doc []byte) {
 // browser cannot make another browser finish it (login CSRF). A response
 // to no sign-in, where the organisation allows those, needs no cookie.
 func TestSAMLBindsTheSignInToItsBrowser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -257,6 +259,7 @@ func setCookie(p samltest.Page, name string) *http.Cookie {
 // from its own site, which sends no SameSite=Lax cookie with it, so over
 // https the cookie is SameSite=None, and Secure as that requires.
 func TestSAMLBindingCookieOverHTTPS(t *testing.T) {
+	t.Parallel()
 	for base, want := range map[string]string{
 		"https://perch.example.com": "perch_saml=secret; Path=/api/v1/auth/saml/acs; Max-Age=600; HttpOnly; Secure; SameSite=None",
 		"http://localhost:8080":     "perch_saml=secret; Path=/api/v1/auth/saml/acs; Max-Age=600; HttpOnly",
@@ -277,6 +280,7 @@ func TestSAMLBindingCookieOverHTTPS(t *testing.T) {
 // organisation's audit log alone. A response the identity provider did
 // sign, refused later, is audited for the organisation.
 func TestSAMLAuditsOnlyWhatTheIdPSigned(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")

@@ -22,6 +22,7 @@ import (
 // signature verified (the response is its own, refused for what it says),
 // and not when it did not, which anyone could post.
 func TestSAMLRefusesForgedResponses(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")

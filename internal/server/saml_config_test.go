@@ -19,6 +19,7 @@ import (
 // by URL), reads it back with the key the first save made, checks it,
 // and removes it; the metadata endpoint follows.
 func TestSAMLSettings(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		acc := e.owner.Access
@@ -100,6 +101,7 @@ func TestSAMLSettings(t *testing.T) {
 // TestSAMLSettingsTestFindsProblems: the test lists a certificate about to
 // expire, SAML switched off and an unverified domain.
 func TestSAMLSettingsTestFindsProblems(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		a.clock.Advance(time.Since(a.clock.Now())) // the certificate's validity is real time
@@ -150,6 +152,7 @@ func toStrings(v any) []string {
 // Names resolve in a stub, and the loopback listener stands for the
 // private network: nothing else is dialled.
 func TestSAMLMetadataURLStaysOffThePrivateNetwork(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		cl := listenCounting(t)
@@ -183,6 +186,7 @@ func TestSAMLMetadataURLStaysOffThePrivateNetwork(t *testing.T) {
 // by address or by a name that resolves there, and nothing more: a NAT64
 // or 6to4 form of a loopback or metadata address is still refused.
 func TestSAMLMetadataLoopbackAllowsLoopbackAlone(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		e.a.srv.forwardResolver = stubResolver{"idp.test": "127.0.0.1", "metadata.test": "169.254.169.254"}
@@ -210,6 +214,7 @@ func TestSAMLMetadataLoopbackAllowsLoopbackAlone(t *testing.T) {
 // TestSAMLSettingsNeedASecretKey: without a key to seal the service
 // provider key with, storing is 503, naming the setting.
 func TestSAMLSettingsNeedASecretKey(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.Secrets = nil })
 		ada := a.register("Ada")
@@ -224,6 +229,7 @@ func TestSAMLSettingsNeedASecretKey(t *testing.T) {
 // any organisation, with domains verified on their word; an unknown
 // organisation is 404 everywhere.
 func TestSAMLAdminSettings(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		root := e.a.platformAdmin("Root")
@@ -261,6 +267,7 @@ func TestSAMLAdminSettings(t *testing.T) {
 // TestSCIMToken: the token is answered once, stored as a hash that finds
 // the organisation, and a new one replaces it at once.
 func TestSCIMToken(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -291,6 +298,7 @@ func TestSCIMToken(t *testing.T) {
 // TXT record (a stub resolver here), and then discovery by address finds
 // the organisation; by slug it is found at once; anything else is 404.
 func TestSAMLDomainsAndDiscovery(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		eve := e.a.register("Eve")
@@ -359,6 +367,7 @@ func TestSAMLDomainsAndDiscovery(t *testing.T) {
 // ask for), so it is held to limits as a posted response is; real metadata
 // is far inside them.
 func TestSAMLMetadataIsBoundedBeforeItIsParsed(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	owner := a.register("Olive Owner")
 	good := testIDPMetadata()

@@ -21,6 +21,7 @@ import (
 // that works, and ends on the page asked for; a desktop sign-in ends on
 // its approval page. Every sign-in is audited.
 func TestSAMLSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -54,6 +55,7 @@ func TestSAMLSignIn(t *testing.T) {
 // role, its address the organisation's assertion (not a proven mailbox);
 // without it, or outside those domains, the sign-in is refused.
 func TestSAMLJustInTime(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		e.configure(nil)
@@ -94,6 +96,7 @@ func TestSAMLJustInTime(t *testing.T) {
 // with a password, its owners still can (break-glass), and the members
 // sign in with SAML; other organisations are untouched.
 func TestSAMLEnforce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -139,6 +142,7 @@ func TestSAMLEnforce(t *testing.T) {
 // TestSAMLRefusesAnotherOrganisationsUser: an address whose account is in
 // another organisation is refused with a message, whatever the settings.
 func TestSAMLRefusesAnotherOrganisationsUser(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		eve := e.a.register("Eve Elsewhere")
@@ -157,6 +161,7 @@ func TestSAMLRefusesAnotherOrganisationsUser(t *testing.T) {
 // valid is refused, both on Perch's reading, which the library (on the
 // real clock) would have passed.
 func TestSAMLTimeLimits(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -187,6 +192,7 @@ func TestSAMLTimeLimits(t *testing.T) {
 // provider) is remembered by its assertion's ID, by every instance that
 // shares the database.
 func TestSAMLReplay(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		bob := e.invite("Bob Member", "member")
@@ -228,6 +234,7 @@ func postTo(t *testing.T, a *api, response *etree.Element) samltest.Page {
 // TestSAMLLoginRefusals: a sign-in cannot start for an organisation
 // without SAML, or with it switched off.
 func TestSAMLLoginRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSAMLEnv(t, s)
 		b := samltest.NewBrowser(t)

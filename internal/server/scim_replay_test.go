@@ -114,6 +114,7 @@ func oktaRequestPath(t *testing.T, raw []byte) string {
 // the user exist, create, read, replace the profile, deactivate,
 // reactivate, and remove.
 func TestSCIMFixtureReplayOkta(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		r := newSCIMReplay(t, s, "Okta SCIM Client 1.0.0", "okta.local")
 		okta := r.idp
@@ -218,6 +219,7 @@ func (r *scimReplay) remove(id string) {
 // query again, patches of userName, e-mail and name, deactivation with
 // Entra's string "False", reactivation, and removal.
 func TestSCIMFixtureReplayEntra(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		r := newSCIMReplay(t, s, "Azure AD SCIM Provisioning", "testuser.com", "microsoft.com")
 		entra := r.idp

@@ -43,6 +43,7 @@ func patchOp(op, path string, value any) map[string]any {
 // their userName, so that Okta and Entra find and link them), paged by
 // startIndex and count with the total.
 func TestSCIMListsTheOrganisationsMembers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("Olive Owner")
@@ -99,6 +100,7 @@ func TestSCIMListsTheOrganisationsMembers(t *testing.T) {
 // TestSCIMRefusesBadInput: malformed filters, unknown attributes, wrong
 // types, oversized bodies: each the right SCIM error, and nothing changed.
 func TestSCIMRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("Olive Owner")
@@ -172,6 +174,7 @@ func TestSCIMRefusesBadInput(t *testing.T) {
 // TestSCIMTokenIsTheOrganisations: a token reaches its own organisation's
 // members only; anything else is 401; a new token replaces the old at once.
 func TestSCIMTokenIsTheOrganisations(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner, other := a.register("Olive Owner"), a.register("Oscar Other")
@@ -215,6 +218,7 @@ func TestSCIMTokenIsTheOrganisations(t *testing.T) {
 // TestSCIMUniqueness: an address has one account, here or elsewhere; a
 // userName one member of the organisation.
 func TestSCIMUniqueness(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner, eve := a.register("Olive Owner"), a.register("Eve Outsider")
@@ -232,6 +236,7 @@ func TestSCIMUniqueness(t *testing.T) {
 // TestSCIMVersions: meta.version is the ETag; If-None-Match answers 304
 // and a stale If-Match 412, changing nothing.
 func TestSCIMVersions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		idp := a.scimClient(a.register("Olive Owner"), "test", "example.com")
@@ -257,6 +262,7 @@ func TestSCIMVersions(t *testing.T) {
 // TestSCIMCannotLiftAnAdminsDisable: a platform admin's disable stands
 // against the identity provider; its own deactivation it lifts.
 func TestSCIMCannotLiftAnAdminsDisable(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.platformAdmin("Root Admin")
@@ -280,6 +286,7 @@ func TestSCIMCannotLiftAnAdminsDisable(t *testing.T) {
 // TestSCIMDiscovery: the discovery documents, and SCIM errors for paths
 // and methods not served.
 func TestSCIMDiscovery(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	idp := a.scimClient(a.register("Olive Owner"), "test")
 	spc := idp.do("GET", "/scim/v2/ServiceProviderConfig", nil).want(t, 200)
@@ -309,6 +316,7 @@ func TestSCIMDiscovery(t *testing.T) {
 // TestSCIMIsRateLimitedPerToken: past the allowance a token is answered
 // 429 in the SCIM error schema; another organisation's token is not.
 func TestSCIMIsRateLimitedPerToken(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Minute} })
 	ours := a.scimClient(a.register("Olive Owner"), "ours")
 	theirs := a.scimClient(a.register("Oscar Other"), "theirs")
@@ -330,6 +338,7 @@ func TestSCIMIsRateLimitedPerToken(t *testing.T) {
 // the status as a string, and a rate-limited answer carries the
 // rate-limit headers and Retry-After.
 func TestSCIMAnswersEveryRefusalInItsSchema(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
 	owner := a.register("Olive Owner")
 	idp := a.scimClient(owner, "okta")

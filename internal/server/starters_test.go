@@ -107,6 +107,7 @@ func (h *hooked) hooks() workflow.Hooks {
 }
 
 func TestStarterWorkflowsDoWhatTheySay(t *testing.T) {
+	t.Parallel()
 	night := time.Date(2026, 3, 14, 23, 30, 0, 0, time.UTC)
 	noon := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	urgency := func(from, to string) func(string) string {
@@ -205,6 +206,7 @@ func TestStarterWorkflowsDoWhatTheySay(t *testing.T) {
 // must be: compilable once its blanks are filled, and carrying nothing the
 // marketplace may not show (a forward URL or secret, an e-mail target).
 func TestStarterWorkflowsAreFitForTheMarketplace(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, w := range starterWorkflows() {
 		if seen[w.ID] || seen[w.Name] {
@@ -224,6 +226,7 @@ func TestStarterWorkflowsAreFitForTheMarketplace(t *testing.T) {
 }
 
 func TestSeedStartersListsThemOnceByPerch(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ctx := context.Background()

@@ -22,6 +22,7 @@ var controls = []string{"\u0000", "\u0007", "\u007f", "\u0085"}
 // (400 where the spec says so) in the error shape naming that field alone,
 // never a 500, and nothing changes.
 func TestControlCharactersInFieldsAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root") // a platform admin, once verified
@@ -103,6 +104,7 @@ func TestControlCharactersInFieldsAreRefused(t *testing.T) {
 // answers it (400, or 404 where the store reads any failure to find a row as
 // not found); SQLite finds nothing (404).
 func TestNULInAnIDIsNotAnInternalError(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		root := a.register("Root")
@@ -144,6 +146,7 @@ func TestNULInAnIDIsNotAnInternalError(t *testing.T) {
 // inbound delivery with a NUL is refused on its own. A random Idempotency-Key
 // too long for PostgreSQL's index is stored too, and still recognised.
 func TestControlCharactersInDeliveries(t *testing.T) {
+	t.Parallel()
 	const poison = `\u0000\u0007\u0085\u202e`
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)

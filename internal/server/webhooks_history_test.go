@@ -40,6 +40,7 @@ func whReadIDs(notes []whNote) []string {
 }
 
 func TestNotificationHistoryPages(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -87,6 +88,7 @@ func TestNotificationHistoryPages(t *testing.T) {
 }
 
 func TestNotificationsMarkRead(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -175,6 +177,7 @@ func TestNotificationsMarkRead(t *testing.T) {
 // everyone there when it is sent; an account made later does not find
 // strangers' old broadcasts in its history or replay, nor mark them read.
 func TestBroadcastsAreForTheAccountsOfTheirTime(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()

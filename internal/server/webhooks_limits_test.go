@@ -51,6 +51,7 @@ func (a *api) countAll(acc *account) int {
 // anonymous broadcast counts its notifications, not its requests, against
 // the address's limit.
 func TestOneDeliveryMakesBoundedNotifications(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) {
 			o.MaxDeliveryNotifications = 5
@@ -124,6 +125,7 @@ func errorCodeOf(t *testing.T, res *http.Response) string {
 // before its declared length, is the client's fault (400), and a receiver
 // refuses a bad token before waiting for the body.
 func TestSlowAndCutOffBodies(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
 		o.BodyTimeout, o.ReceiverBodyTimeout = 300*time.Millisecond, 300*time.Millisecond
 	})

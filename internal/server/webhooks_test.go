@@ -158,6 +158,7 @@ func whSign(secret, body string) string {
 }
 
 func TestReceiversCreateNotifications(t *testing.T) {
+	t.Parallel()
 	const checkout = "#42 Checkout API p99 latency above 2s"
 	cases := []struct {
 		path, sender, file string
@@ -216,6 +217,7 @@ func TestReceiversCreateNotifications(t *testing.T) {
 }
 
 func TestReceiverGitHubFormEncoded(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -236,6 +238,7 @@ func TestReceiverGitHubFormEncoded(t *testing.T) {
 }
 
 func TestReceiverPagerDutyV2ManyMessages(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -256,6 +259,7 @@ func TestReceiverPagerDutyV2ManyMessages(t *testing.T) {
 }
 
 func TestInboundValidationAndDefaults(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -291,6 +295,7 @@ func TestInboundValidationAndDefaults(t *testing.T) {
 }
 
 func TestReceiverRejectsWrongTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -326,6 +331,7 @@ func TestReceiverRejectsWrongTokens(t *testing.T) {
 }
 
 func TestReceiverIgnoredEvents(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -359,6 +365,7 @@ func TestReceiverIgnoredEvents(t *testing.T) {
 }
 
 func TestWebhookRedelivery(t *testing.T) {
+	t.Parallel()
 	pr := whRead(t, "github/pull_request.opened.json")
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
@@ -421,6 +428,7 @@ func TestWebhookRedelivery(t *testing.T) {
 }
 
 func TestWebhookSignatures(t *testing.T) {
+	t.Parallel()
 	const secret = "It's a Secret to Everybody"
 	pr := whRead(t, "github/pull_request.opened.json")
 	pd := whRead(t, "pagerduty/v3.incident.resolved.json")
@@ -470,6 +478,7 @@ func TestWebhookSignatures(t *testing.T) {
 }
 
 func TestAnonymousBroadcast(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -494,6 +503,7 @@ func TestAnonymousBroadcast(t *testing.T) {
 }
 
 func TestAnonymousBroadcastDisabled(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.AnonymousBroadcast = false })
 		ada := a.register("Ada")
@@ -508,6 +518,7 @@ func TestAnonymousBroadcastDisabled(t *testing.T) {
 }
 
 func TestAnonymousBroadcastLimitedPerIP(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.BroadcastLimit = perch.Limit{Count: 2, Period: time.Minute} })
 		ada := a.register("Ada")
@@ -554,6 +565,7 @@ func whBigPush(size int) (string, int) {
 }
 
 func TestReceiverBodyLimits(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -591,6 +603,7 @@ func TestReceiverBodyLimits(t *testing.T) {
 }
 
 func TestWebhookRedeliveryConcurrent(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -629,6 +642,7 @@ func TestWebhookRedeliveryConcurrent(t *testing.T) {
 
 // queryValue must read a receiver's ?token= exactly as url.Values would.
 func TestQueryValueAgreesWithURLValues(t *testing.T) {
+	t.Parallel()
 	for _, q := range []string{
 		"", "token=whk_abc", "a=1&token=whk_abc&b=2", "token=first&token=second", "token", "token=",
 		"tokens=x&token=y", "xtoken=x", "&&token=a&&", "token=a%62c", "tok%65n=abc", "token=a+b", "a=1;token=x&token=y",

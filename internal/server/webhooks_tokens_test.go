@@ -22,6 +22,7 @@ func whKeys(m map[string]any) []string {
 }
 
 func TestWebhookTokenCreateAndList(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -93,6 +94,7 @@ func TestWebhookTokenCreateAndList(t *testing.T) {
 }
 
 func TestWebhookTokenDeleteStopsTheReceiverAtOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -119,6 +121,7 @@ func TestWebhookTokenDeleteStopsTheReceiverAtOnce(t *testing.T) {
 }
 
 func TestWebhookTokenValidation(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -157,6 +160,7 @@ func TestWebhookTokenValidation(t *testing.T) {
 }
 
 func TestWebhookTokenScopePermissions(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada") // owner
@@ -197,6 +201,7 @@ func TestWebhookTokenScopePermissions(t *testing.T) {
 }
 
 func TestWebhookTokenScopeDecidesWhoSeesTheNotification(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -236,6 +241,7 @@ func TestWebhookTokenScopeDecidesWhoSeesTheNotification(t *testing.T) {
 }
 
 func TestWebhookTokenLastUsedAt(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -286,6 +292,7 @@ func TestWebhookTokenLastUsedAt(t *testing.T) {
 
 // A team or organisation token works while its creator could still make it.
 func TestWebhookTokenFollowsItsCreatorsGrants(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")

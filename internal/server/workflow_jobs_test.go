@@ -122,6 +122,7 @@ func pendingJobs(t *testing.T, a *api) map[string]store.Job {
 // API writes it; a receiver that fails twice gets the job again after each
 // backoff, not before, and the third attempt completes it.
 func TestWorkflowForwardIsSignedAndRetried(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
 		owner := a.register("owner")
@@ -176,6 +177,7 @@ func TestWorkflowForwardIsSignedAndRetried(t *testing.T) {
 // A failure's text says what the receiver answered, in short, and never
 // the URL (whose query may hold a token).
 func TestWorkflowForwardFailureIsExplained(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
 		owner := a.register("owner")
@@ -237,6 +239,7 @@ func (r stubResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr
 // spelling, or to a name that resolves into a refused range, never
 // connect: the job fails with an error naming the refusal.
 func TestWorkflowForwardRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s) // WorkflowAllowPrivate is off
 		a.srv.forwardResolver = stubResolver{"localhost": "127.0.0.1", "metadata.example.com": "169.254.169.254"}
@@ -275,6 +278,7 @@ func TestWorkflowForwardRefusesPrivateAddresses(t *testing.T) {
 // admin, not another organisation. A team that is gone fails the job with
 // an error that says so.
 func TestWorkflowEmailReachesItsRecipients(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ctx := t.Context()
@@ -350,6 +354,7 @@ func TestWorkflowEmailReachesItsRecipients(t *testing.T) {
 // one notification in the history: the count and first title, the titles,
 // the highest severity. A second tick adds nothing.
 func TestWorkflowDigestDeliversOneSummary(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("owner")
@@ -389,6 +394,7 @@ func TestWorkflowDigestDeliversOneSummary(t *testing.T) {
 // A summary lists ten titles and counts the rest; it keeps the URL that
 // every held notification shares.
 func TestWorkflowDigestSummaryOfMany(t *testing.T) {
+	t.Parallel()
 	d := &store.Digest{OrgID: "org_1", Key: "k", WindowEnd: time.UnixMilli(1234), More: 5}
 	for i := range 12 {
 		d.Notifications = append(d.Notifications, perch.Notification{Title: "Event " + string(rune('A'+i)), Severity: perch.SeverityInfo,
@@ -415,6 +421,7 @@ func TestWorkflowDigestSummaryOfMany(t *testing.T) {
 // A digest whose summary cannot be written is not lost: the tick reports
 // the failure, and the next one delivers it.
 func TestWorkflowDigestSurvivesAFailedWrite(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		owner := a.register("owner")
@@ -456,6 +463,7 @@ func history(t *testing.T, a *api, acc *account) []map[string]any {
 // A job claimed by a worker that stopped before finishing it (its instance
 // crashed) is carried out by another once its lease ends, not before.
 func TestWorkflowJobOfACrashedWorkerIsTakenAfterItsLease(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
 		owner := a.register("owner")
@@ -483,6 +491,7 @@ func TestWorkflowJobOfACrashedWorkerIsTakenAfterItsLease(t *testing.T) {
 // The worker, polling only hourly, carries out a job as soon as it is
 // woken, and stops when its context ends.
 func TestWorkflowWorkerWakes(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true; o.WorkflowPoll = time.Hour })
 		owner := a.register("owner")

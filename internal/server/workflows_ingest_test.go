@@ -56,6 +56,7 @@ func (a *api) statsOf(orgID, workflowID string) perch.WorkflowStats {
 // was withheld, no client sees it, the history does not hold it, and the
 // run is recorded while non-matches only count.
 func TestWorkflowDropStopsDelivery(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -90,6 +91,7 @@ func TestWorkflowDropStopsDelivery(t *testing.T) {
 // A set step changes what the client shows and what the history keeps;
 // workflows run in order, each on what the one before made.
 func TestWorkflowSetChangesWhatTheClientShows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -125,6 +127,7 @@ func TestWorkflowSetChangesWhatTheClientShows(t *testing.T) {
 // A route step moves the notification to one team's clients: a member
 // outside the team never sees it.
 func TestWorkflowRouteMovesItToATeam(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -154,6 +157,7 @@ func TestWorkflowRouteMovesItToATeam(t *testing.T) {
 // A route to a member who has left the organisation since the workflow was
 // saved fails the run, and the notification goes to its own audience.
 func TestWorkflowRouteToAMemberWhoLeftFails(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -183,6 +187,7 @@ func TestWorkflowRouteToAMemberWhoLeftFails(t *testing.T) {
 // A throttle lets exactly max through per window and key; the window's end
 // lets more through.
 func TestWorkflowThrottleLetsMaxThroughPerWindow(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -229,6 +234,7 @@ func TestWorkflowThrottleLetsMaxThroughPerWindow(t *testing.T) {
 // A workflow that fails never costs the notification: it is delivered as
 // it came, and the run says why.
 func TestWorkflowThatFailsDeliversUnchanged(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -255,6 +261,7 @@ func TestWorkflowThatFailsDeliversUnchanged(t *testing.T) {
 // A change of workflows on one instance reaches the others through the
 // fan-out: the instance that had loaded "no workflows" loads them again.
 func TestWorkflowChangesReachEveryInstance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		shared := fanout.NewLocal()
 		useShared := func(o *Options) { o.Fanout = shared }
@@ -277,6 +284,7 @@ func TestWorkflowChangesReachEveryInstance(t *testing.T) {
 // A digest holds what it matches, and when the window closes delivers one
 // summary to the client, with the right count and the highest severity.
 func TestWorkflowDigestDeliversOneSummaryToTheClient(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -327,6 +335,7 @@ func TestWorkflowDigestDeliversOneSummaryToTheClient(t *testing.T) {
 // signed, with the stored notification as its body; when that server fails
 // twice, the worker tries again after each backoff.
 func TestWorkflowForwardFromAReceiverIsSignedAndRetried(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
 		ada := a.register("Ada")
@@ -363,6 +372,7 @@ func TestWorkflowForwardFromAReceiverIsSignedAndRetried(t *testing.T) {
 // An e-mail step mails the organisation's owners through the SMTP server,
 // after the notification is stored.
 func TestWorkflowEmailFromAReceiverReachesTheOwners(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
@@ -392,6 +402,7 @@ func TestWorkflowEmailFromAReceiverReachesTheOwners(t *testing.T) {
 // the link it came with, and "try it" says the same; a sample event with
 // such a link is refused as a receiver would refuse it.
 func TestWorkflowSetOfAnUnsafeLinkFailsTheRun(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()

@@ -45,6 +45,7 @@ var handshakeHeaders = []string{"Connection", "Upgrade", "Upgrade", "websocket",
 // request and its first frame in one TCP write has the frame read, not
 // dropped or mangled.
 func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -90,6 +91,7 @@ func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
 // user's allowance like any request, and a user's concurrent replays are
 // bounded.
 func TestHandshakesCountAgainstTheUsersLimit(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Hour} })
 	ts := a.live()
 	ada := a.register("Ada")
@@ -115,6 +117,7 @@ func (rs *replaySlots) pending(user string) int {
 // TestConcurrentReplaysAreBounded: a user's replays beyond the bound wait
 // for a turn, and are refused when none comes in time.
 func TestConcurrentReplaysAreBounded(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -149,6 +152,7 @@ func TestConcurrentReplaysAreBounded(t *testing.T) {
 // server gave (another server's, or before a restore) must not silence the
 // connection until the ids catch up.
 func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -171,6 +175,7 @@ func TestResumingFromAnUnknownIDReplaysWithAGap(t *testing.T) {
 // WebSocket handshake, speaks another version, or comes from another site's
 // page is refused before the upgrade in the error shape, like any error.
 func TestHandshakeRefusalsAreInTheErrorShape(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	var key [16]byte
@@ -252,6 +257,7 @@ func (s *rawSocket) closes() [][]byte {
 // handshake gets one close frame back, with its code, and then the end of
 // the connection; a second close frame is a protocol error to browsers.
 func TestAClientsCloseIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -266,6 +272,7 @@ func TestAClientsCloseIsAnsweredOnce(t *testing.T) {
 // here) and the client answers as RFC 6455 says, echoing the code, the
 // server sends nothing more before it ends the connection.
 func TestNothingFollowsTheServersClose(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")

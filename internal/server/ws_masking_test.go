@@ -37,6 +37,7 @@ func wantProtocolErrorClose(t *testing.T, s *rawSocket) {
 // must close the connection on a frame from the client that is not masked;
 // it says why with 1002, and the client leaves the hub.
 func TestAnUnmaskedClientFrameClosesWithProtocolError(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -50,6 +51,7 @@ func TestAnUnmaskedClientFrameClosesWithProtocolError(t *testing.T) {
 // in the same TCP write as the upgrade request is read apart from the event
 // loop (see wsHijacker); it is checked all the same.
 func TestAnUnmaskedFrameSentWithTheHandshakeClosesWithProtocolError(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -78,6 +80,7 @@ func TestAnUnmaskedFrameSentWithTheHandshakeClosesWithProtocolError(t *testing.T
 // frames of every length form (7-bit, 16-bit, 64-bit) however the reads cut
 // them, headers included, and refuses the first unmasked one after them.
 func TestMaskedFramesPassTheCheckWhereverReadsSplitThem(t *testing.T) {
+	t.Parallel()
 	var stream []byte
 	for _, n := range []int{0, 5, 125, 126, 300, 65535, 70_000} {
 		stream = append(stream, maskedFrameOf(n)...)

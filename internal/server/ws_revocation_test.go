@@ -35,6 +35,7 @@ func (a *api) stillLive(userToken, title string, conns ...*wsConn) {
 // there is and checks that exactly the sockets it opened end, at once, with
 // 1008, while the user's other sockets keep receiving.
 func TestRevokingACredentialClosesItsSockets(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		revoke func(a *api, acc *account, tokenID, access, refresh string)
@@ -103,6 +104,7 @@ func TestRevokingACredentialClosesItsSockets(t *testing.T) {
 // TestRevocationReachesEveryInstance connects to one instance and revokes on
 // another that shares the store and the fan-out.
 func TestRevocationReachesEveryInstance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		shared := fanout.NewLocal()
 		useShared := func(o *Options) { o.Fanout, o.Hub = shared, hub.New() }
@@ -124,6 +126,7 @@ func TestRevocationReachesEveryInstance(t *testing.T) {
 // short-lived access token lasts no longer than the token; one opened with
 // an API token is not bound to the clock.
 func TestSocketEndsWhenItsAccessTokenExpires(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")

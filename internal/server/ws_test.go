@@ -19,6 +19,7 @@ import (
 )
 
 func TestWebSocketRefusesBeforeUpgrade(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada")
 	expect(t, a.call("GET", "/ws", "", nil), 401)
@@ -39,6 +40,7 @@ func TestWebSocketRefusesBeforeUpgrade(t *testing.T) {
 // TestDeliveryByScope posts through a token of each scope and checks the
 // exact set of connected clients that receive the event.
 func TestDeliveryByScope(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -90,6 +92,7 @@ func TestDeliveryByScope(t *testing.T) {
 // TestReplayGivesExactlyWhatWasMissed: a client that comes back with
 // ?since= gets the events it missed, in order, then live ones.
 func TestReplayGivesExactlyWhatWasMissed(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -131,6 +134,7 @@ func TestReplayGivesExactlyWhatWasMissed(t *testing.T) {
 }
 
 func TestReplayReportsAGapPastRetention(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -157,6 +161,7 @@ func TestReplayReportsAGapPastRetention(t *testing.T) {
 }
 
 func TestReadStateSyncsAcrossAUsersClients(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -196,6 +201,7 @@ func TestReadStateSyncsAcrossAUsersClients(t *testing.T) {
 }
 
 func TestChangeOfTeamsMakesTheClientReconnect(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -217,6 +223,7 @@ func TestChangeOfTeamsMakesTheClientReconnect(t *testing.T) {
 }
 
 func TestShutdownClosesSocketsWithGoingAway(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")
@@ -234,6 +241,7 @@ func TestShutdownClosesSocketsWithGoingAway(t *testing.T) {
 // while clients keep dropping and resuming with ?since=; in the end every
 // client has seen every notification exactly once, in order.
 func TestNoGapNoDuplicateUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s)
 		ts := a.live()
@@ -291,6 +299,7 @@ func TestNoGapNoDuplicateUnderConcurrentWrites(t *testing.T) {
 // reading is disconnected once what waits for it passes the limit, while a
 // client of the same user that reads along gets every notification.
 func TestASlowClientIsCutOffWithoutHoldingUpOthers(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite))
 	ts := a.live()
 	ada := a.register("Ada")

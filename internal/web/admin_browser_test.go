@@ -28,6 +28,7 @@ func (b *chrome) shootBoth(name string) {
 // changed through its form, and the change in the audit log; with
 // screenshots of each page at laptop and phone size.
 func TestAdminInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	// A week of sign-ups and notifications, for the charts to show.
 	for day := range 6 {

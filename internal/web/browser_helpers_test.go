@@ -67,7 +67,8 @@ func liveDashboard(t *testing.T) (*site, string) {
 	return a, base
 }
 
-// chrome is one headless Chromium with one tab, on the dashboard at base.
+// chrome is one tab of the package's headless Chromium, in a browser
+// context of its own, on the dashboard at base.
 type chrome struct {
 	t    *testing.T
 	ctx  context.Context // the tab; ends with the test's deadline
@@ -78,34 +79,88 @@ type chrome struct {
 	console []chromedp.ConsoleMessage // errors and exceptions the pages reported
 }
 
-// newChrome starts Chromium (headless, no sandbox, no GPU, a profile of its
-// own) for the rest of the test, within browserTestTimeout. It skips when
-// there is no Chromium.
+// chromium is the package's one headless Chromium, started by the first
+// browser test and stopped by TestMain once every test is done: starting a
+// browser costs seconds, a browser context (a fresh profile in all but the
+// process) almost nothing.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab; the browser lives as long as it
+	stop func()
+	err  error
+}
+
+// sharedChromium returns the package's browser, starting it (headless, no
+// sandbox, no GPU, a profile of its own) on first use.
+func sharedChromium(path string) (context.Context, error) {
+	chromium.once.Do(func() {
+		profile, err := os.MkdirTemp("", "perch-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox, // CI runs as root
+			chromedp.DisableGPU,
+			chromedp.UserDataDir(profile),
+			chromedp.WindowSize(int(laptopScreen.width), int(laptopScreen.height)),
+		)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(allocCtx)
+		chromium.ctx = ctx
+		chromium.stop = func() {
+			cancel()
+			cancelAlloc() // waits for the browser to exit
+			os.RemoveAll(profile)
+		}
+		// The browser lives as long as the context of its first Run, so that
+		// Run gets ctx itself, and a timer bounds the start instead.
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(ctx) }()
+		select {
+		case err = <-started:
+		case <-time.After(browserTestTimeout):
+			cancel()
+			err = <-started
+		}
+		if err != nil {
+			chromium.err = fmt.Errorf("starting %s: %w", path, err)
+		}
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopChromium stops the package's browser, if a test started it.
+func stopChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// newChrome opens a tab in a browser context of its own (cookies, storage
+// and cache of its own, as in a fresh profile) in the package's Chromium,
+// for the rest of the test, within browserTestTimeout. It skips when there
+// is no Chromium.
 func newChrome(t *testing.T, base string) *chrome {
 	t.Helper()
 	path := chromiumPath(t)
-	profile := t.TempDir() // made before the browser, so removed after it stops
+	browser, err := sharedChromium(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), browserTestTimeout)
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(int(laptopScreen.width), int(laptopScreen.height)),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	ctx, cancel := context.WithTimeout(browser, browserTestTimeout)
+	tabCtx, cancelTab := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc() // waits for the browser to exit
+		cancelTab() // closes the tab and disposes of its browser context
 		cancel()
 	})
 
 	b := &chrome{t: t, ctx: tabCtx, base: base, dir: screenshotDir(t)}
-	// Console starts the browser (the first Run of the context) and
-	// subscribes before any page loads.
+	// Console opens the tab (the first Run of the context) and subscribes
+	// before any page loads.
 	messages := chromedp.Console(tabCtx)
 	go func() {
 		for m, err := range messages {
@@ -120,7 +175,7 @@ func newChrome(t *testing.T, base string) *chrome {
 		}
 	}()
 	if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(laptopScreen.width, laptopScreen.height)); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
+		t.Fatalf("opening a tab in %s: %v", path, err)
 	}
 	return b
 }

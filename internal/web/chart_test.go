@@ -72,6 +72,7 @@ func days(values ...int64) []perch.MetricPoint {
 }
 
 func TestChartDrawsABarPerBucketToScale(t *testing.T) {
+	t.Parallel()
 	c := chart{ID: "chart-signups", Title: "Sign-ups per day", Interval: perch.IntervalDay, Points: days(3, 0, 10, 5, 1200, 7, 2)}
 	root := parseChart(t, c)
 
@@ -128,6 +129,7 @@ func TestChartDrawsABarPerBucketToScale(t *testing.T) {
 }
 
 func TestChartOfNothing(t *testing.T) {
+	t.Parallel()
 	c := chart{ID: "c", Title: "Notifications per hour", Interval: perch.IntervalHour}
 	if root := parseChart(t, c); len(root.all("rect")) != 0 {
 		t.Error("bars without points")
@@ -148,6 +150,7 @@ func TestChartOfNothing(t *testing.T) {
 }
 
 func TestChartLabelsHoursAndEscapesText(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
 	var points []perch.MetricPoint
 	for i := range 25 {
@@ -200,6 +203,7 @@ func TestChartLabelsHoursAndEscapesText(t *testing.T) {
 }
 
 func TestNiceCeilingAndNumbers(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[int64]int64{0: 1, 1: 1, 2: 2, 3: 5, 7: 10, 10: 10, 11: 20, 45: 50, 99: 100, 1200: 2000, 5001: 10000} {
 		if got := niceCeiling(v); got != want {
 			t.Errorf("niceCeiling(%d) = %d, want %d", v, got, want)

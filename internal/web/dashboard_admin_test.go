@@ -69,6 +69,7 @@ func (p *page) lacks(t *testing.T, texts ...string) *page {
 }
 
 func TestAdminNavigationIsForPlatformAdminsOnly(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	_, admin := platformAdmin(t, a, "Ops")
 	a.register("Bob")
@@ -80,6 +81,7 @@ func TestAdminNavigationIsForPlatformAdminsOnly(t *testing.T) {
 }
 
 func TestAdminAuditLog(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		_, admin := platformAdmin(t, a, "Ops")
@@ -159,6 +161,7 @@ func TestAdminAuditLog(t *testing.T) {
 }
 
 func TestAdminFeatures(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		_, admin := platformAdmin(t, a, "Ops")
@@ -214,6 +217,7 @@ func TestAdminFeatures(t *testing.T) {
 }
 
 func TestAdminOverview(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		_, admin := platformAdmin(t, a, "Ops")
@@ -238,6 +242,7 @@ func TestAdminOverview(t *testing.T) {
 }
 
 func TestAdminUsers(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		opsAcct, admin := platformAdmin(t, a, "Ops")
@@ -296,6 +301,7 @@ func TestAdminUsers(t *testing.T) {
 }
 
 func TestAdminOrganisations(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		_, admin := platformAdmin(t, a, "Ops")
@@ -348,6 +354,7 @@ func withSecrets(t *testing.T) func(*server.Options) {
 }
 
 func TestAdminEmailSettings(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s, withSecrets(t))
 		opsAcct, admin := platformAdmin(t, a, "Ops")
@@ -406,6 +413,7 @@ func TestAdminEmailSettings(t *testing.T) {
 }
 
 func TestAdminNewsletter(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s, withSecrets(t))
 		_, admin := platformAdmin(t, a, "Ops")
@@ -468,6 +476,7 @@ func TestAdminNewsletter(t *testing.T) {
 }
 
 func TestAdminNewsletterWithoutASecretKey(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	_, admin := platformAdmin(t, a, "Ops")
 	// The server's answer names the setting: the admin's to act on.

@@ -20,6 +20,7 @@ import (
 // (through a page that follows the link); the pages warn of a trial ending
 // within a week and of a failed payment.
 func TestDashboardBilling(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		fake := paddlefake.Start(t, "pdl_test_key", "pri_team")
 		ln := listen(t)
@@ -80,6 +81,7 @@ func TestDashboardBilling(t *testing.T) {
 // TestDashboardBillingOff: without a provider the page says that a
 // platform admin sets plans, offers no checkout, and no banner shows.
 func TestDashboardBillingOff(t *testing.T) {
+	t.Parallel()
 	ln := listen(t)
 	base := "http://" + ln.Addr().String()
 	s := storetest.New(t, store.SQLite)

@@ -27,6 +27,7 @@ import (
 // (no reload) and mark it read; then the other pages, with a screenshot of
 // each at laptopScreen and phoneScreen width.
 func TestDashboardInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	b := newChrome(t, base)
 	t.Logf("screenshots: %s", b.dir)
@@ -157,6 +158,7 @@ func TestDashboardInTheBrowser(t *testing.T) {
 // sign-in is approved with the code (after a wrong one is refused), and
 // then the poll does.
 func TestDeviceSignInInTheBrowser(t *testing.T) {
+	t.Parallel()
 	_, base := liveDashboard(t)
 	b := newChrome(t, base)
 	t.Logf("screenshots: %s", b.dir)
@@ -320,6 +322,7 @@ func TestDeviceSignInInTheBrowser(t *testing.T) {
 // visited goes on to itself, a form posted is posted again, and the feed
 // connects.
 func TestExpiredSignInInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	b := newChrome(t, base)
 	b.signUp("Ada Lovelace", "ada.lovelace@example.com", "correct horse battery")

@@ -52,6 +52,7 @@ func (a *site) wantSignedIn(d map[string]any, acc *account) {
 // being approved (the app's name, escaped; when; from which address) and
 // asks for the code the app shows, which it never shows itself.
 func TestDashboardDevicePageShowsTheRequest(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	ada := a.register("Ada")
@@ -92,6 +93,7 @@ func TestDashboardDevicePageShowsTheRequest(t *testing.T) {
 // with the right code the app may poll; with none only the loopback
 // callback completes it; a wrong code approves nothing and says so.
 func TestDashboardDeviceApproval(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		b := newBrowser(t, a.ts)

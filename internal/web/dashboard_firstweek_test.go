@@ -25,6 +25,7 @@ import (
 
 // The forms that set a password say the domain's rule, not one of their own.
 func TestDashboardPasswordFormsSayTheDomainsRule(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	rule := []string{
@@ -63,6 +64,7 @@ func TestDashboardPasswordFormsSayTheDomainsRule(t *testing.T) {
 // notification; where the server checks signatures, the body is signed as
 // the page says (openssl's HMAC-SHA256 of the body under the secret).
 func TestDashboardTryItWorksForEverySender(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret"
 	for _, signed := range []bool{false, true} {
 		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
@@ -132,6 +134,7 @@ func parseTryIt(t *testing.T, cmd, secret string) (target string, headers []stri
 // A platform admin is told while token-less deliveries are broadcast, and
 // how to stop it; others are not, and nobody is once it is off.
 func TestDashboardTellsAdminsAboutBroadcasts(t *testing.T) {
+	t.Parallel()
 	const notice = "PERCH_ANONYMOUS_BROADCAST=false"
 	for _, on := range []bool{true, false} {
 		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.AnonymousBroadcast = on })
@@ -153,6 +156,7 @@ func TestDashboardTellsAdminsAboutBroadcasts(t *testing.T) {
 // Pages say that mail was sent only when a mail server is set; without one
 // they say it waits for the operator's perch admin outbox.
 func TestDashboardIsHonestAboutMail(t *testing.T) {
+	t.Parallel()
 	for _, outbox := range []bool{false, true} {
 		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
 			if outbox {
@@ -190,6 +194,7 @@ func TestDashboardIsHonestAboutMail(t *testing.T) {
 // The dashboard's 404, 429 and 500 are pages for people: HTML in the
 // dashboard's layout, saying what happened in words, and nothing internal.
 func TestDashboardErrorPagesAreForPeople(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
 		o.AuthLimit = perch.Limit{Count: 1, Period: time.Minute}
 	})
@@ -243,6 +248,7 @@ func (a *site) resetLink(email string) string {
 // missing, used or expired link says so before anyone types a password,
 // and offers a new link.
 func TestDashboardResetLinkSaysAtOnceWhenItIsDead(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		b := newBrowser(t, a.ts)

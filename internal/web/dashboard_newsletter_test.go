@@ -16,6 +16,7 @@ const newsletterBox = `name="newsletter" type="checkbox" value="on"`
 // A person turns the newsletter on from their profile, and leaves it from
 // the link in an issue without signing in.
 func TestDashboardNewsletterOptInAndUnsubscribe(t *testing.T) {
+	t.Parallel()
 	box, err := secrets.New(secrets.NewKey())
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func (b *browser) viaProvider(path string) *page {
 // The sign-in and sign-up pages offer the configured providers, with the
 // page asked for; a server without them offers none.
 func TestDashboardOffersSignInProviders(t *testing.T) {
+	t.Parallel()
 	a, _, _ := oauthSite(t)
 	b := newBrowser(t, a.ts)
 	b.get("/signin?next="+url.QueryEscape("/org?tab=teams")).expect(t, 200, "").
@@ -75,6 +76,7 @@ func TestDashboardOffersSignInProviders(t *testing.T) {
 // A sign-in with GitHub lands on the page asked for, signed in; one that
 // did not succeed lands on the sign-in page, which shows why (escaped).
 func TestDashboardSignInWithGitHub(t *testing.T) {
+	t.Parallel()
 	a, gh, _ := oauthSite(t)
 	gh.SignInAs(apitest.GitHubUser{ID: 31, Login: "hopper", Name: "Grace Hopper", Emails: []apitest.GitHubEmail{
 		{Email: "grace.hopper@example.com", Primary: true, Verified: true}}})
@@ -97,6 +99,7 @@ func TestDashboardSignInWithGitHub(t *testing.T) {
 // (refused for the last way to sign in, with the API's message), and links
 // the others.
 func TestDashboardProfileSignInMethods(t *testing.T) {
+	t.Parallel()
 	a, gh, google := oauthSite(t)
 	gh.SignInAs(apitest.GitHubUser{ID: 32, Login: "lovelace", Emails: []apitest.GitHubEmail{{Email: "ada.l@example.com", Primary: true, Verified: true}}})
 	b := newBrowser(t, a.ts)
@@ -124,6 +127,7 @@ func TestDashboardProfileSignInMethods(t *testing.T) {
 // (the fake, which approves at once) and comes back signed in, on the
 // live feed; the profile then lists GitHub.
 func TestSignInWithGitHubInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, gh, _ := oauthSite(t)
 	gh.SignInAs(apitest.GitHubUser{ID: 33, Login: "kathy", Name: "Katherine Johnson", Emails: []apitest.GitHubEmail{
 		{Email: "katherine@example.com", Primary: true, Verified: true}}})

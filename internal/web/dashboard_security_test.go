@@ -14,6 +14,7 @@ import (
 // known ways out of the site: each is answered with the feed, and what is
 // followed stays on the site however a browser reads the Location.
 func TestDashboardRedirectsOnlyWithinTheSite(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -66,6 +67,7 @@ func TestDashboardRedirectsOnlyWithinTheSite(t *testing.T) {
 // middleware of the composed handler says it; the API's answers are
 // checked in internal/server).
 func TestEveryResponseSaysNoSniff(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	for _, c := range []struct {
 		method, path string
@@ -95,6 +97,7 @@ func TestEveryResponseSaysNoSniff(t *testing.T) {
 // directory, or a file that is not there, is the dashboard's 404 page,
 // which lists nothing and is not cached like an asset.
 func TestAssetsListNoDirectory(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	for _, path := range []string{"/assets/", "/assets/nope/", "/assets/nope.css", "/assets/style.css/", "/assets/%2e%2e/"} {
 		res := a.call("GET", path, "", nil)
@@ -126,6 +129,7 @@ func TestAssetsListNoDirectory(t *testing.T) {
 // TestDashboardConnectsOnlyToItsOwnOrigin: the pages' connect-src is this
 // server, over HTTP and over the WebSocket, and no other host.
 func TestDashboardConnectsOnlyToItsOwnOrigin(t *testing.T) {
+	t.Parallel()
 	for base, want := range map[string]string{
 		"http://perch.test":          "connect-src 'self' ws://perch.test;",
 		"https://perch.example.com":  "connect-src 'self' wss://perch.example.com;",

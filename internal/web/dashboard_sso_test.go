@@ -82,6 +82,7 @@ func has(t *testing.T, p samltest.Page, status int, texts ...string) {
 // the identity provider, in a working dashboard session. A refusal comes
 // back to the sign-in page with its reason.
 func TestDashboardSingleSignOn(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		e := newSSOSite(t, s)
 		owner := samltest.NewBrowser(t)

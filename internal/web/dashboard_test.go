@@ -89,6 +89,7 @@ func signUpInBrowser(t *testing.T, b *browser, name string) {
 }
 
 func TestDashboardSendsVisitorsToSignInAndBack(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	b.get("/").expect(t, 303, "/signin")
@@ -104,6 +105,7 @@ func TestDashboardSendsVisitorsToSignInAndBack(t *testing.T) {
 }
 
 func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {"not-an-address"}, "password": {"short"}})
@@ -116,6 +118,7 @@ func TestDashboardFormErrorsKeepWhatWasTypedButNotPasswords(t *testing.T) {
 }
 
 func TestDashboardSessionCookies(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.BaseURL = "https://perch.test" })
 	b := newBrowser(t, a.ts)
 	p := b.post("/signup", url.Values{"name": {"Ada"}, "email": {emailFor("Ada")}, "password": {goodPassword}})
@@ -159,6 +162,7 @@ func (b *browser) sentCookie(path, name string) string {
 }
 
 func TestDashboardRenewsAnExpiredSession(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -223,6 +227,7 @@ func TestDashboardRenewsAnExpiredSession(t *testing.T) {
 }
 
 func TestDashboardSessionThatEndedElsewhere(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -249,6 +254,7 @@ func TestDashboardSessionThatEndedElsewhere(t *testing.T) {
 // refresh cookie moved under /session has it on "/"; its first renewal
 // puts it under /session and removes the old one.
 func TestDashboardMovesAnOldRefreshCookie(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	ada := a.register("Ada")
@@ -276,6 +282,7 @@ func TestDashboardMovesAnOldRefreshCookie(t *testing.T) {
 }
 
 func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -292,6 +299,7 @@ func TestDashboardRefusesCrossOriginPosts(t *testing.T) {
 }
 
 func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -311,6 +319,7 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 }
 
 func TestDashboardOrganisationForms(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
@@ -326,6 +335,7 @@ func TestDashboardOrganisationForms(t *testing.T) {
 // serve composes them), every path the API serves reaches it, SCIM's
 // included, and answers in its own shape rather than as a page.
 func TestAPIPathsBesideThePages(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	for path, want := range map[string]string{
 		"/scim/v2/ServiceProviderConfig": "application/scim+json",

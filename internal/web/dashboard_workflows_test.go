@@ -58,6 +58,7 @@ func workflowID(t *testing.T, location string) string {
 }
 
 func TestDashboardWorkflows(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		featuresOn(t, s, "workflows", "marketplace")
@@ -200,6 +201,7 @@ func TestDashboardWorkflows(t *testing.T) {
 // TestDashboardWorkflowsOff: with the features off, the pages say so
 // instead of failing, and the navigation offers neither.
 func TestDashboardWorkflowsOff(t *testing.T) {
+	t.Parallel()
 	s := storetest.New(t, store.SQLite)
 	a := newSite(t, s)
 	off := false

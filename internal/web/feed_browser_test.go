@@ -23,6 +23,7 @@ import (
 // name). On the phone the header is one row, its navigation behind a menu
 // button.
 func TestFeedWithRealDataInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	b := newChrome(t, base)
 	t.Logf("screenshots: %s", b.dir)

@@ -12,6 +12,7 @@ import (
 // the page replays it when it is back. It used to reconnect without since,
 // having none, and lose it.
 func TestFeedCatchesUpAfterAReconnect(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	b := newChrome(t, base)
 	const email, password = "ada.lovelace@example.com", "correct horse battery"

@@ -16,6 +16,7 @@ import (
 // request counted, under the page's route and request id, however many API
 // calls the page made.
 func TestAPageIsLoggedAndCountedOnce(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))
 	ada := a.register("Ada Lovelace")
 	logged := len(requestLines(a.logs.String()))

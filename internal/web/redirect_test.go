@@ -51,6 +51,7 @@ var onSite = map[string]string{
 }
 
 func TestLocalPath(t *testing.T) {
+	t.Parallel()
 	for _, target := range offSite {
 		if localPath(target) {
 			t.Errorf("localPath(%q) = true, want false", target)
@@ -76,6 +77,7 @@ func TestLocalPath(t *testing.T) {
 }
 
 func TestLoopbackCallback(t *testing.T) {
+	t.Parallel()
 	for target, want := range map[string]bool{
 		"http://127.0.0.1:8080/callback?session_id=ds_1&code=dvc_2": true,
 		"http://127.0.0.1:1/callback?error=access_denied":           true,

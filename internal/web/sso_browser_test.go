@@ -15,6 +15,7 @@ import (
 // the response back, and the session cookies set on that cross-site post
 // hold for the page the browser is sent on to.
 func TestSingleSignOnInTheBrowser(t *testing.T) {
+	t.Parallel()
 	e := newSSOSite(t, storetest.New(t, store.SQLite))
 	b := newChrome(t, e.base)
 	t.Logf("screenshots: %s", b.dir)

@@ -11,6 +11,7 @@ import (
 // what they typed kept; fixes and saves it; appends a drop step with "add
 // a step"; and tries the draft on a sample event: "dropped".
 func TestWorkflowEditorInTheBrowser(t *testing.T) {
+	t.Parallel()
 	a, base := liveDashboard(t)
 	featuresOn(t, a.store, "workflows", "marketplace")
 	b := newChrome(t, base)
