@@ -43,7 +43,7 @@ const (
 )
 
 // BillingEvent is what a payment provider's webhook says about a
-// subscription, read by internal/senders with no I/O. Fields the event does
+// subscription, read by internal/billing/webhooks with no I/O. Fields the event does
 // not speak of are zero (nil for the pointers): applying it leaves them as
 // they are.
 type BillingEvent struct {

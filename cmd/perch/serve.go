@@ -335,7 +335,7 @@ func sealOutbox(ctx context.Context, st *store.Store, box *secrets.Box, logger *
 	if box == nil {
 		return
 	}
-	n, err := st.SealOutbox(ctx, func(m mail.Message) []byte { return mail.Keep(m, box).Sealed })
+	n, err := st.SealOutbox(ctx, func(k perch.KeptMail) []byte { return mail.Seal(k, box) })
 	if err != nil {
 		logger.Warn("sealing the mail kept in the outbox failed; the next start tries again", "err", err)
 	} else if n > 0 {
@@ -583,7 +583,7 @@ func printOutbox(ctx context.Context, c *config, st *store.Store, stdout io.Writ
 		fmt.Fprintln(stdout, "The outbox is empty.")
 	}
 	for _, k := range kept {
-		m, err := k.Open(box)
+		m, err := mail.Open(k, box)
 		link := m.Link
 		if err != nil {
 			link = "(cannot be shown: " + strings.TrimPrefix(err.Error(), "mail: ") + ")"

@@ -7,35 +7,17 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/secrets"
 )
 
 // OutboxStore keeps messages that were not sent. The storage layer implements
 // it with an outbox table.
 type OutboxStore interface {
-	SaveMail(ctx context.Context, k Kept) error
+	SaveMail(ctx context.Context, k perch.KeptMail) error
 }
 
-// Kept is a message as the outbox keeps it. Who it is for, its subject and
-// its kind are in the clear, for the operator's list; its link and bodies
-// are sealed with the server's key, because reset, verification and
-// invitation links are credentials, and whoever reads the database (a
-// backup, a replica, a support dump) must not be able to take accounts over
-// with them. Without a key (PostgreSQL without PERCH_SECRET_KEY) they are
-// not kept at all.
-type Kept struct {
-	// Message holds To, Subject and Kind; Link, Text and HTML only in mail
-	// kept in the clear by a Perch that did not seal the outbox yet.
-	Message
-	// Sealed is the link and bodies, sealed (Keep); nil when withheld or
-	// kept in the clear.
-	Sealed []byte
-	// Withheld says the link and bodies were left out: there was no key to
-	// seal them with.
-	Withheld bool
-}
-
-// Errors of Kept.Open.
+// Errors of Open.
 var (
 	// ErrWithheld: the message was kept without its link and bodies.
 	ErrWithheld = errors.New("mail: kept without its link and text, as the server had no PERCH_SECRET_KEY to seal them with; set it and send the mail again")
@@ -52,8 +34,8 @@ type sealedContent struct {
 
 // Keep is m as the outbox keeps it: its link and bodies sealed with box, or
 // withheld when box is nil.
-func Keep(m Message, box *secrets.Box) Kept {
-	k := Kept{Message: Message{To: m.To, Subject: m.Subject, Kind: m.Kind}}
+func Keep(m Message, box *secrets.Box) perch.KeptMail {
+	k := perch.KeptMail{To: m.To, Subject: m.Subject, Kind: m.Kind}
 	if box == nil {
 		k.Withheld = true
 		return k
@@ -66,12 +48,18 @@ func Keep(m Message, box *secrets.Box) Kept {
 	return k
 }
 
+// Seal seals with box the link and bodies of k, mail an older Perch kept
+// in the clear, as Keep would have.
+func Seal(k perch.KeptMail, box *secrets.Box) []byte {
+	return Keep(Message{To: k.To, Subject: k.Subject, Kind: k.Kind, Link: k.Link, Text: k.Text, HTML: k.HTML}, box).Sealed
+}
+
 // Open returns the message k keeps, its link and bodies opened with box:
 // ErrWithheld for one kept without them, ErrNoKey when it is sealed and box
 // is nil, and the box's errors for one sealed under another key or
 // damaged. Mail kept in the clear comes back as it is.
-func (k Kept) Open(box *secrets.Box) (Message, error) {
-	m := k.Message
+func Open(k perch.KeptMail, box *secrets.Box) (Message, error) {
+	m := Message{To: k.To, Subject: k.Subject, Kind: k.Kind, Link: k.Link, Text: k.Text, HTML: k.HTML}
 	switch {
 	case k.Withheld:
 		return m, ErrWithheld
@@ -93,7 +81,7 @@ func (k Kept) Open(box *secrets.Box) (Message, error) {
 }
 
 // Outbox is the Sender used when no SMTP server is configured. It keeps each
-// message in a store, sealed (Kept), where the operator reads it (`perch
+// message in a store, sealed (Keep), where the operator reads it (`perch
 // admin outbox`), and logs that one is waiting. The log never carries the
 // message's link, for the same reason the store keeps it sealed.
 type Outbox struct {

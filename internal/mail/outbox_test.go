@@ -18,11 +18,11 @@ import (
 // memStore is an in-memory OutboxStore.
 type memStore struct {
 	mu   sync.Mutex
-	msgs []Kept
+	msgs []perch.KeptMail
 	err  error // returned by SaveMail when set
 }
 
-func (s *memStore) SaveMail(_ context.Context, k Kept) error {
+func (s *memStore) SaveMail(_ context.Context, k perch.KeptMail) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -32,10 +32,10 @@ func (s *memStore) SaveMail(_ context.Context, k Kept) error {
 	return nil
 }
 
-func (s *memStore) Messages() []Kept {
+func (s *memStore) Messages() []perch.KeptMail {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Kept(nil), s.msgs...)
+	return append([]perch.KeptMail(nil), s.msgs...)
 }
 
 func mustBox(t *testing.T) *secrets.Box {
@@ -91,7 +91,7 @@ func TestOutboxStoresSealedAndLogs(t *testing.T) {
 	if strings.Contains(fmt.Sprintf("%+v", k), "reset/tok") {
 		t.Errorf("what the store got holds the link: %+v", k)
 	}
-	if opened, err := k.Open(box); err != nil || opened != (Message{To: m.To, Subject: m.Subject, Kind: m.Kind, Link: m.Link, Text: m.Text, HTML: m.HTML}) {
+	if opened, err := Open(k, box); err != nil || opened != (Message{To: m.To, Subject: m.Subject, Kind: m.Kind, Link: m.Link, Text: m.Text, HTML: m.HTML}) {
 		t.Errorf("Open = %+v, %v; want the message sent", opened, err)
 	}
 	recs := logRecords(t, buf)
@@ -145,7 +145,7 @@ func TestOutboxWithoutAKeyWithholdsTheLink(t *testing.T) {
 		got[0].To != m.To || got[0].Kind != perch.EmailInvitation {
 		t.Fatalf("stored %+v, want the envelope alone, withheld", got)
 	}
-	if opened, err := got[0].Open(mustBox(t)); !errors.Is(err, ErrWithheld) || opened.Link != "" || opened.To != m.To {
+	if opened, err := Open(got[0], mustBox(t)); !errors.Is(err, ErrWithheld) || opened.Link != "" || opened.To != m.To {
 		t.Errorf("Open = %+v, %v; want the envelope and ErrWithheld", opened, err)
 	}
 	recs := logRecords(t, buf)
@@ -163,14 +163,14 @@ func TestKeptOpensOnlyWithItsKey(t *testing.T) {
 	t.Parallel()
 	box := mustBox(t)
 	k := Keep(VerifyEmail("ada@example.org", "Ada", "https://perch.example.com/verify/tok"), box)
-	if _, err := k.Open(mustBox(t)); !errors.Is(err, secrets.ErrOtherKey) {
+	if _, err := Open(k, mustBox(t)); !errors.Is(err, secrets.ErrOtherKey) {
 		t.Errorf("Open under another key = %v, want secrets.ErrOtherKey", err)
 	}
-	if m, err := k.Open(nil); !errors.Is(err, ErrNoKey) || m.Link != "" {
+	if m, err := Open(k, nil); !errors.Is(err, ErrNoKey) || m.Link != "" {
 		t.Errorf("Open without a key = %+v, %v; want ErrNoKey", m, err)
 	}
-	old := Kept{Message: Message{To: "ada@example.org", Subject: "Verify", Kind: perch.EmailVerify, Link: "https://perch.example.com/verify/old", Text: "t", HTML: "h"}}
-	if m, err := old.Open(nil); err != nil || m != old.Message {
+	old := perch.KeptMail{To: "ada@example.org", Subject: "Verify", Kind: perch.EmailVerify, Link: "https://perch.example.com/verify/old", Text: "t", HTML: "h"}
+	if m, err := Open(old, nil); err != nil || m != (Message{To: old.To, Subject: old.Subject, Kind: old.Kind, Link: old.Link, Text: old.Text, HTML: old.HTML}) {
 		t.Errorf("Open of mail kept in the clear = %+v, %v; want it as it is", m, err)
 	}
 }

@@ -116,7 +116,7 @@ func (s *Server) checkResetLink(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.Token == "" {
-		return &perch.Error{Code: perch.EBADREQUEST, Message: "token is required.", Fields: map[string]string{"token": "is required"}}
+		return perch.Problems{"token": "is required"}.Err()
 	}
 	u, err := s.store.EmailTokenOwner(r.Context(), auth.HashToken(in.Token), perch.EmailPasswordReset)
 	if err != nil {

@@ -122,8 +122,8 @@ func TestCheckResetLink(t *testing.T) {
 				t.Fatalf("check = %v", got)
 			}
 		}
-		res := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{}), 400)
-		if res.Fields()["token"] == nil {
+		res := expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{}), 422)
+		if res.Fields()["token"] != "is required" {
 			t.Fatalf("fields = %v", res.Fields())
 		}
 		expect(t, a.call("POST", "/api/v1/auth/reset-password/check", "", map[string]string{"token": "pem_unknown"}), 400)

@@ -164,7 +164,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.RefreshToken == "" {
-		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
+		return perch.Problems{"refresh_token": "is required"}.Err()
 	}
 	access, refresh, t := s.newTokens()
 	if userID, sessionID, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
@@ -188,7 +188,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.RefreshToken == "" {
-		return &perch.Error{Code: perch.EBADREQUEST, Message: "refresh_token is required.", Fields: map[string]string{"refresh_token": "is required"}}
+		return perch.Problems{"refresh_token": "is required"}.Err()
 	}
 	userID, sessionID, err := s.store.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken))
 	if err != nil {

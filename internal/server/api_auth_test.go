@@ -117,7 +117,13 @@ func TestRefreshRotatesAndReuseRevokes(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": refresh}), 401)
 
 		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": "prf_made_up"}), 401)
-		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{}), 400)
+		// A missing refresh token is a field that is missing: 422 naming it,
+		// as every validation problem is, on refresh and on sign-out alike.
+		for _, path := range []string{"/api/v1/auth/refresh", "/api/v1/auth/logout"} {
+			if res := expect(t, a.call("POST", path, "", map[string]string{}), 422); res.Fields()["refresh_token"] != "is required" {
+				t.Errorf("%s without refresh_token: fields = %v", path, res.Fields())
+			}
+		}
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/billing/paddlefake"
-	"github.com/perch-dev/perch/internal/senders"
+	"github.com/perch-dev/perch/internal/billing/webhooks"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
@@ -59,7 +59,7 @@ func TestFixturePayments(t *testing.T) {
 		for _, path := range files {
 			file := filepath.Base(path)
 			if strings.Contains(file, "signed_vector") {
-				continue // a signature test vector (internal/senders checks it)
+				continue // a signature test vector (internal/billing/webhooks checks it)
 			}
 			// Each in a database of its own: fixtures share customer ids.
 			t.Run(provider+"/"+file, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestFixturePayments(t *testing.T) {
 // event says.
 func deliverFixture(t *testing.T, a *api, provider, file string) {
 	body := paymentFixture(t, provider, file)
-	parse := map[string]func([]byte) (perch.BillingEvent, bool, error){"stripe": senders.StripeEvent, "paddle": senders.PaddleEvent}[provider]
+	parse := map[string]func([]byte) (perch.BillingEvent, bool, error){"stripe": webhooks.StripeEvent, "paddle": webhooks.PaddleEvent}[provider]
 	ev, ok, err := parse(body)
 	if err != nil {
 		t.Fatalf("the fixture does not read: %v", err)
@@ -100,7 +100,7 @@ func deliverFixture(t *testing.T, a *api, provider, file string) {
 	if provider == "stripe" {
 		res = a.signedStripe(body, stripeTestSecret, a.clock.Now())
 	} else {
-		res = a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", senders.SignPaddle(paddleTestSecret, body, a.clock.Now()))
+		res = a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", webhooks.SignPaddle(paddleTestSecret, body, a.clock.Now()))
 	}
 	expect(t, res, 200)
 	sub := a.subscription(owner)

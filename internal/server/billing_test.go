@@ -13,7 +13,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/billing/paddlefake"
-	"github.com/perch-dev/perch/internal/senders"
+	"github.com/perch-dev/perch/internal/billing/webhooks"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
@@ -74,7 +74,7 @@ func (a *api) paddleEvent(id, typ string, at time.Time, data map[string]any) *re
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", senders.SignPaddle(paddleTestSecret, body, a.clock.Now()))
+	return a.call("POST", "/webhooks/payments-b", "", string(body), "Paddle-Signature", webhooks.SignPaddle(paddleTestSecret, body, a.clock.Now()))
 }
 
 // lastCheckout is the provider's id of the checkout orgID opened last, as

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
-	"github.com/perch-dev/perch/internal/senders"
+	"github.com/perch-dev/perch/internal/billing/webhooks"
 	"github.com/perch-dev/perch/internal/store"
 )
 
@@ -33,9 +33,9 @@ type paymentSender struct {
 
 var (
 	stripeSender = paymentSender{provider: perch.BillingStripe, source: perch.SourcePaymentsA, header: "Stripe-Signature",
-		secret: func(o *Options) string { return o.StripeWebhookSecret }, verify: senders.VerifyStripeSignature, parse: senders.StripeEvent}
+		secret: func(o *Options) string { return o.StripeWebhookSecret }, verify: webhooks.VerifyStripeSignature, parse: webhooks.StripeEvent}
 	paddleSender = paymentSender{provider: perch.BillingPaddle, source: perch.SourcePaymentsB, header: "Paddle-Signature",
-		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: senders.VerifyPaddleSignature, parse: senders.PaddleEvent}
+		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: webhooks.VerifyPaddleSignature, parse: webhooks.PaddleEvent}
 )
 
 // DefaultPaymentLimit is the payment receivers' allowance per client

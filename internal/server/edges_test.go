@@ -217,7 +217,7 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 		expect(t, a.call("POST", "/api/v1/tokens", ada.Access, map[string]string{"label": ""}), 400),
 		expect(t, a.call("PATCH", "/api/v1/tokens/nope", ada.Access, map[string]string{"label": "x"}), 404),
 		expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{}), 422),
-		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{}), 400),
+		expect(t, a.call("POST", "/api/v1/auth/refresh", "", map[string]string{}), 422),
 		expect(t, a.call("GET", "/api/v1/auth/device/status/dev_x", "", nil), 400),
 	} {
 		for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {

@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/perch-dev/perch"
@@ -144,11 +146,14 @@ func scimErrorOf(err error) *scim.Error {
 			return scim.Errorf(status, scim.Uniqueness, "%s", msg)
 		}
 	case perch.EVALIDATION, perch.EBADREQUEST:
-		if pe, ok := errors.AsType[*perch.Error](err); ok {
-			for field, problem := range pe.Fields {
-				msg = field + " " + problem + "."
-				break
+		if pe, ok := errors.AsType[*perch.Error](err); ok && len(pe.Fields) > 0 {
+			// Every problem, fields in sorted order: a map's order would
+			// change the detail from one try of the same request to the next.
+			lines := make([]string, 0, len(pe.Fields))
+			for _, field := range slices.Sorted(maps.Keys(pe.Fields)) {
+				lines = append(lines, field+" "+pe.Fields[field]+".")
 			}
+			msg = strings.Join(lines, " ")
 		}
 		return scim.Errorf(http.StatusBadRequest, scim.InvalidValue, "%s", msg)
 	}

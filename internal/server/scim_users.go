@@ -65,11 +65,13 @@ func scimWrite(u scim.User) (store.SCIMWrite, error) {
 	if problem, ok := p["email"]; ok {
 		return store.SCIMWrite{}, bad(fmt.Sprintf("The address %q", email), problem)
 	}
-	for attr, v := range map[string]string{"userName": u.UserName, "externalId": u.ExternalID, "displayName": u.DisplayName,
-		"name.formatted": u.Name.Formatted, "name.givenName": u.Name.GivenName, "name.familyName": u.Name.FamilyName,
-		"name.middleName": u.Name.MiddleName, "name.honorificPrefix": u.Name.HonorificPrefix, "name.honorificSuffix": u.Name.HonorificSuffix} {
-		if problem := perch.TextProblem(v, perch.SingleLine); problem != "" {
-			return store.SCIMWrite{}, bad(attr, problem)
+	// In the User schema's order, not a map's: the first bad attribute named
+	// must be the same on every try of the same request.
+	for _, a := range [...]struct{ attr, v string }{{"userName", u.UserName}, {"externalId", u.ExternalID}, {"displayName", u.DisplayName},
+		{"name.formatted", u.Name.Formatted}, {"name.givenName", u.Name.GivenName}, {"name.familyName", u.Name.FamilyName},
+		{"name.middleName", u.Name.MiddleName}, {"name.honorificPrefix", u.Name.HonorificPrefix}, {"name.honorificSuffix", u.Name.HonorificSuffix}} {
+		if problem := perch.TextProblem(a.v, perch.SingleLine); problem != "" {
+			return store.SCIMWrite{}, bad(a.attr, problem)
 		}
 	}
 	for _, e := range u.Emails {

@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"github.com/perch-dev/perch"
-	"github.com/perch-dev/perch/internal/mail"
 )
 
 // SaveMail keeps a message that was not sent because no SMTP server is
@@ -16,7 +15,7 @@ import (
 // in the clear. Mail whose link is a credential expires with the link
 // (perch.EmailLinkTTL): past it, the message helps nobody, and a copy of
 // the database should hold as few credentials as it can, sealed or not.
-func (s *Store) SaveMail(ctx context.Context, k mail.Kept) error {
+func (s *Store) SaveMail(ctx context.Context, k perch.KeptMail) error {
 	now := s.now()
 	var expires sql.NullInt64
 	if ttl := perch.EmailLinkTTL(k.Kind); ttl > 0 {
@@ -30,9 +29,9 @@ func (s *Store) SaveMail(ctx context.Context, k mail.Kept) error {
 }
 
 // Outbox lists the kept messages whose links have not expired, newest
-// first, at most limit of them, as they are kept: mail.Kept.Open reads
+// first, at most limit of them, as they are kept: mail.Open reads
 // their links and bodies.
-func (s *Store) Outbox(ctx context.Context, limit int) ([]mail.Kept, error) {
+func (s *Store) Outbox(ctx context.Context, limit int) ([]perch.KeptMail, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT recipient, subject, kind, link, body_text, body_html, sealed, withheld
 		FROM mail_outbox WHERE expires_at IS NULL OR expires_at > ?
 		ORDER BY created_at DESC, id LIMIT ?`), ms(s.now()), limit)
@@ -40,9 +39,9 @@ func (s *Store) Outbox(ctx context.Context, limit int) ([]mail.Kept, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	list := []mail.Kept{}
+	list := []perch.KeptMail{}
 	for rows.Next() {
-		var k mail.Kept
+		var k perch.KeptMail
 		var sealed string
 		if err := rows.Scan(&k.To, &k.Subject, &k.Kind, &k.Link, &k.Text, &k.HTML, &sealed, &k.Withheld); err != nil {
 			return nil, err
@@ -71,10 +70,10 @@ func (s *Store) PruneOutbox(ctx context.Context) (int64, error) {
 // older Perch kept in the clear (before migration 00025), and answers how
 // many it sealed. Each is sealed at most once however many instances start
 // at the same time.
-func (s *Store) SealOutbox(ctx context.Context, seal func(mail.Message) []byte) (int, error) {
+func (s *Store) SealOutbox(ctx context.Context, seal func(perch.KeptMail) []byte) (int, error) {
 	type clear struct {
 		id string
-		m  mail.Message
+		m  perch.KeptMail
 	}
 	var found []clear
 	rows, err := s.r.QueryContext(ctx, `SELECT id, recipient, subject, kind, link, body_text, body_html FROM mail_outbox

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
-	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -225,10 +224,10 @@ func TestOutboxNewestFirst(t *testing.T) {
 		}
 		// The store keeps what it is given: the envelope, and the link and
 		// bodies sealed (opaque bytes here) or withheld.
-		msgs := []mail.Kept{
-			{Message: mail.Message{To: "ada@example.com", Subject: "Verify your address", Kind: perch.EmailVerify}, Sealed: []byte("sealed one")},
-			{Message: mail.Message{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: perch.EmailInvitation}, Withheld: true},
-			{Message: mail.Message{To: "ada@example.com", Subject: "Reset your password", Kind: perch.EmailPasswordReset}, Sealed: []byte{0, 1, 2, 255}},
+		msgs := []perch.KeptMail{
+			{To: "ada@example.com", Subject: "Verify your address", Kind: perch.EmailVerify, Sealed: []byte("sealed one")},
+			{To: "bob@example.com", Subject: "Join Ada's organisation", Kind: perch.EmailInvitation, Withheld: true},
+			{To: "ada@example.com", Subject: "Reset your password", Kind: perch.EmailPasswordReset, Sealed: []byte{0, 1, 2, 255}},
 		}
 		for _, m := range msgs {
 			if err := s.SaveMail(ctx, m); err != nil {
@@ -237,11 +236,11 @@ func TestOutboxNewestFirst(t *testing.T) {
 			clock.Advance(time.Second)
 		}
 		list, err := s.Outbox(ctx, 10)
-		if want := []mail.Kept{msgs[2], msgs[1], msgs[0]}; err != nil || !reflect.DeepEqual(list, want) {
+		if want := []perch.KeptMail{msgs[2], msgs[1], msgs[0]}; err != nil || !reflect.DeepEqual(list, want) {
 			t.Fatalf("Outbox = %+v, %v; want %+v", list, err, want)
 		}
 		list, err = s.Outbox(ctx, 2)
-		if want := []mail.Kept{msgs[2], msgs[1]}; err != nil || !reflect.DeepEqual(list, want) {
+		if want := []perch.KeptMail{msgs[2], msgs[1]}; err != nil || !reflect.DeepEqual(list, want) {
 			t.Fatalf("Outbox(limit 2) = %+v, %v; want %+v", list, err, want)
 		}
 	})

@@ -37,7 +37,7 @@ func opened(t *testing.T, s *store.Store, box *secrets.Box) []mail.Message {
 	}
 	var out []mail.Message
 	for _, k := range kept {
-		m, err := k.Open(box)
+		m, err := mail.Open(k, box)
 		if err != nil {
 			t.Fatalf("open the message to %s: %v", k.To, err)
 		}
@@ -106,7 +106,7 @@ func TestOutboxKeepsNoLinkInTheClear(t *testing.T) {
 		if err != nil || len(kept) != 1 || !kept[0].Withheld || kept[0].To != "eve@example.com" {
 			t.Fatalf("Outbox = %+v, %v; want Eve's message, withheld", kept, err)
 		}
-		if m, err := kept[0].Open(box); !errors.Is(err, mail.ErrWithheld) || m.Link != "" {
+		if m, err := mail.Open(kept[0], box); !errors.Is(err, mail.ErrWithheld) || m.Link != "" {
 			t.Errorf("Open = %+v, %v; want mail.ErrWithheld", m, err)
 		}
 	})
@@ -245,7 +245,7 @@ func TestMigration25SealsTheOutboxAndDropsOpenFlows(t *testing.T) {
 			}
 
 			box := mustBox(t)
-			seal := func(m mail.Message) []byte { return mail.Keep(m, box).Sealed }
+			seal := func(k perch.KeptMail) []byte { return mail.Seal(k, box) }
 			if n, err := s.SealOutbox(ctx, seal); err != nil || n != 2 {
 				t.Fatalf("SealOutbox = %d, %v; want 2", n, err)
 			}

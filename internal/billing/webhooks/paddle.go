@@ -1,4 +1,4 @@
-package senders
+package webhooks
 
 import (
 	"encoding/json"
