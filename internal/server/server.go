@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +33,7 @@ import (
 	"github.com/perch-dev/perch/internal/netguard"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/wsloop"
 )
 
 // DefaultMaxDeliveryNotifications is how many notifications one delivery may
@@ -156,9 +158,8 @@ type Server struct {
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
-	sockets sync.WaitGroup              // WebSocket connections being served
-	wsMu    sync.Mutex                  // guards ws
-	ws      *wsPoller                   // the WebSockets' event loop, from the first one on
+	ws      *wsloop.Loop                // the WebSockets' event loop, started by New, stopped by Close
+	wsErr   error                       // why ws could not start: /ws answers it
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
@@ -228,6 +229,11 @@ func New(o Options) *Server {
 
 		instance: rand.Text(),
 	}
+	// The event loop starts with the server, not with the first
+	// WebSocket: a failure is then answered by /ws as it comes.
+	if s.ws, s.wsErr = wsloop.Start(o.Hub, o.Now); s.wsErr != nil {
+		s.wsErr = fmt.Errorf("websocket event loop: %w", s.wsErr)
+	}
 	if s.mailCfg == nil {
 		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
 	}
@@ -295,9 +301,19 @@ func (s *Server) Close(ctx context.Context) error {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}
 	done := make(chan struct{})
-	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); s.touches.wait(); close(done) }()
+	go func() {
+		if s.ws != nil {
+			s.ws.Wait(context.Background())
+		}
+		s.mailing.Wait()
+		s.runs.wait()
+		s.touches.wait()
+		close(done)
+	}()
 	// The event loop ends last, closing what connections are left.
-	defer s.stopWSPoller()
+	if s.ws != nil {
+		defer s.ws.Stop()
+	}
 	select {
 	case <-done:
 		return nil
