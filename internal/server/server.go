@@ -230,7 +230,7 @@ func New(o Options) *Server {
 	}
 	// The event loop starts with the server, not with the first
 	// WebSocket: a failure is then answered by /ws as it comes.
-	if s.ws, s.wsErr = wsloop.Start(o.Hub, o.Now); s.wsErr != nil {
+	if s.ws, s.wsErr = wsloop.Start(o.Hub, o.Now, s.receipt); s.wsErr != nil {
 		s.wsErr = fmt.Errorf("websocket event loop: %w", s.wsErr)
 	}
 	if s.runs == nil {

@@ -153,7 +153,6 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		SessionID:  p.SessionID,
 		APITokenID: p.APITokenID,
 		Expires:    p.ExpiresAt,
-		Receive:    s.receipt,
 	})
 	if err != nil {
 		var refused *wsloop.Refusal

@@ -71,7 +71,7 @@ func maskedFrameOf(n int) []byte {
 func TestStopEndsTheLoopAndItsWriters(t *testing.T) {
 	// nbio starts a task pool of its own when the package loads.
 	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("github.com/lesismal/nbio/taskpool.New.func3"))
-	l, err := Start(hub.New(), nil)
+	l, err := Start(hub.New(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

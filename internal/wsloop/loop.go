@@ -22,6 +22,7 @@ import (
 	"github.com/lesismal/nbio/nbhttp"
 	"github.com/lesismal/nbio/nbhttp/websocket"
 
+	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/hub"
 )
 
@@ -46,8 +47,9 @@ const (
 // connection's frames are being read (the library's handler pool) or
 // written (the writers below, a fixed number of them).
 type Loop struct {
-	hub *hub.Hub
-	now func() time.Time
+	hub     *hub.Hub
+	now     func() time.Time
+	receive func(a *perch.Audience, data []byte)
 
 	engine   *nbhttp.Engine
 	upgrader websocket.Upgrader // the settings each connection's is copied from
@@ -79,8 +81,13 @@ type Loop struct {
 var quietLibrary sync.Once
 
 // Start starts the event loop and its writers. Connections join h; now is
-// the clock their access tokens expire by (nil: time.Now). Stop ends them.
-func Start(h *hub.Hub, now func() time.Time) (*Loop, error) {
+// the clock their access tokens expire by (nil: time.Now); receive is given
+// each message a client sends, with the client's audience, one after
+// another per connection on a goroutine of the connection's own (never in
+// the event loop, which must not wait for the database), and a client that
+// sends more than a few before they are done loses the rest. Stop ends
+// them.
+func Start(h *hub.Hub, now func() time.Time, receive func(a *perch.Audience, data []byte)) (*Loop, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -106,7 +113,7 @@ func Start(h *hub.Hub, now func() time.Time) (*Loop, error) {
 	if err := engine.Start(); err != nil {
 		return nil, err
 	}
-	p := &Loop{hub: h, now: now, engine: engine, answered: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &Loop{hub: h, now: now, receive: receive, engine: engine, answered: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := p.startBarrier(); err != nil {
 		engine.Stop()
 		return nil, err

@@ -54,8 +54,7 @@ var closeStatus = map[string]int{
 	hub.ReasonExpired:  StatusTokenExpired,
 }
 
-// Session is who an authenticated connection is for, and what to do with
-// what its client sends.
+// Session is who an authenticated connection is for.
 type Session struct {
 	Audience              perch.Audience
 	SessionID, APITokenID string
@@ -63,11 +62,6 @@ type Session struct {
 	// ends (zero for an API token): the connection ends with it, and the
 	// client renews the token and reconnects.
 	Expires time.Time
-	// Receive is given each message the client sends, with the audience, one after another
-	// on a goroutine of the socket's own (never in the event loop, which
-	// must not wait for the database); a client that sends more than a
-	// few before they are done loses the rest.
-	Receive func(a *perch.Audience, data []byte)
 }
 
 // Refusal is Upgrade's error for a request the library would not upgrade,
@@ -90,7 +84,7 @@ var ErrHijacked = errors.New("websocket: the upgrade failed after the connection
 // replays what it must through Write, then Drains it, after which the
 // loop's writers write whatever the hub queues.
 func (p *Loop) Upgrade(w http.ResponseWriter, r *http.Request, sess Session) (*Socket, error) {
-	so := &Socket{loop: p, expires: sess.Expires, receive: sess.Receive}
+	so := &Socket{loop: p, expires: sess.Expires}
 	so.writing.Store(true) // the replay writes first; live frames wait
 	so.client = hub.NewClient(sess.Audience, wsQueue, so.wake)
 	so.client.SessionID, so.client.APITokenID = sess.SessionID, sess.APITokenID
@@ -126,7 +120,6 @@ type Socket struct {
 	client  *hub.Client
 	ping    *time.Timer
 	expires time.Time
-	receive func(*perch.Audience, []byte)
 
 	mu      sync.Mutex
 	joined  bool        // in the hub, with its ping timer
@@ -370,14 +363,14 @@ func (so *Socket) tick() {
 }
 
 // received queues what the client sent for a goroutine of the socket's
-// own, which hands it to Receive one message after another: a read
+// own, which hands it to the loop's receive one message after another: a read
 // receipt writes to the database, which the event loop, where this runs,
 // must not wait for. A client of ours sends a receipt at a time; one that
 // sends more than wsReceiptsQueued before they are done loses the rest.
 func (so *Socket) received(data []byte) {
 	so.mu.Lock()
 	defer so.mu.Unlock()
-	if len(so.receipts) >= wsReceiptsQueued || so.gone || so.receive == nil {
+	if len(so.receipts) >= wsReceiptsQueued || so.gone || so.loop.receive == nil {
 		return
 	}
 	so.receipts = append(so.receipts, bytes.Clone(data))
@@ -387,14 +380,14 @@ func (so *Socket) received(data []byte) {
 	}
 }
 
-// carryOut hands the queued messages to Receive until none is left.
+// carryOut hands the queued messages to receive until none is left.
 func (so *Socket) carryOut() {
 	defer so.loop.sockets.Done()
 	for {
 		so.mu.Lock()
 		data := so.receipts[0]
 		so.mu.Unlock()
-		so.receive(&so.client.Audience, data)
+		so.loop.receive(&so.client.Audience, data)
 		so.mu.Lock()
 		so.receipts = so.receipts[1:]
 		left := len(so.receipts)
