@@ -371,7 +371,9 @@ func TestServeJoinsEveryGoroutine(t *testing.T) {
 	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: found}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard)
+	}()
 	select {
 	case base := <-found:
 		waitHealthy(t, base)

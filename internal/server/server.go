@@ -173,9 +173,9 @@ type Server struct {
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
 
-	// forwardResolver resolves the hosts of the calls out through
-	// netguard (workflow forwards, identity providers' metadata); nil: the
-	// system's. Tests stub it.
+	// forwardResolver resolves the hosts of the server's calls out through
+	// netguard (identity providers' metadata; workflow forwards are the
+	// worker's); nil: the system's. Tests stub it.
 	forwardResolver netguard.Resolver
 
 	probing sync.Mutex // held by the /readyz that is trying a write
