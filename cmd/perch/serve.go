@@ -307,10 +307,10 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 
 // newMailSettings are where mail goes: an admin's settings stored in the
 // database, over PERCH_SMTP_URL, over the outbox table (and the log).
-func newMailSettings(c *config, st *store.Store, box *secrets.Box, logger *slog.Logger) (*server.MailSettings, error) {
+func newMailSettings(c *config, st *store.Store, box *secrets.Box, logger *slog.Logger) (*mail.Settings, error) {
 	if c.SMTPURL == "" {
 		logger.Info("no PERCH_SMTP_URL: mail is logged and kept in the outbox, unless an admin stores e-mail settings")
-		return server.NewMailSettings(st, box, nil), nil
+		return mail.NewSettings(st, box, nil), nil
 	}
 	cfg, err := mail.ParseURL(c.SMTPURL)
 	if err != nil {
@@ -320,7 +320,7 @@ func newMailSettings(c *config, st *store.Store, box *secrets.Box, logger *slog.
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mail settings: %s", perch.ErrorMessage(err))
 	}
-	return server.NewMailSettings(st, box, &cfg), nil
+	return mail.NewSettings(st, box, &cfg), nil
 }
 
 // openSecrets returns what seals the secrets kept in the database: under

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
@@ -206,7 +207,7 @@ func TestEmailConfigTestSend(t *testing.T) {
 func TestEmailConfigWithoutAnyServer(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.MailSettings = NewMailSettings(s, o.Secrets, nil) })
+		a := newAPI(t, s, func(o *Options) { o.MailSettings = mail.NewSettings(s, o.Secrets, nil) })
 		root := a.platformAdmin("Root")
 		got := expect(t, a.call("GET", "/api/v1/admin/email-config", root.Access, nil), 200).Data()
 		if got["source"] != "none" || got["host"] != "" || got["port"] != float64(0) {
@@ -225,7 +226,7 @@ func TestSecretsNeedAKey(t *testing.T) {
 		// As on PostgreSQL without PERCH_SECRET_KEY.
 		a := newAPI(t, s, func(o *Options) {
 			o.Secrets = nil
-			o.MailSettings = NewMailSettings(s, nil, nil)
+			o.MailSettings = mail.NewSettings(s, nil, nil)
 		})
 		root := a.platformAdmin("Root")
 		in := settingsAt(mailPort(a))
@@ -264,7 +265,7 @@ func TestPasswordSealedUnderAnotherKeyFailsClearly(t *testing.T) {
 		}
 		b := newAPI(t, s, func(o *Options) {
 			o.Secrets = other
-			o.MailSettings = NewMailSettings(s, other, nil)
+			o.MailSettings = mail.NewSettings(s, other, nil)
 		})
 		if got := expect(t, b.call("GET", "/api/v1/admin/email-config", root.Access, nil), 200).Data(); got["password_set"] != true {
 			t.Errorf("GET under another key = %v", got)

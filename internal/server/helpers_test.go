@@ -64,7 +64,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := NewMailSettings(s, box, &cfg)
+	settings := mail.NewSettings(s, box, &cfg)
 	o := Options{
 		Store:              s,
 		Logger:             logger,

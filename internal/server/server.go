@@ -58,7 +58,7 @@ type Options struct {
 	// MailSettings is where mail goes, for the admins' e-mail settings: the
 	// Mailer should follow its Source. nil: settings on Store and Secrets,
 	// with none from the environment.
-	MailSettings *MailSettings
+	MailSettings *mail.Settings
 	// Secrets seals what the database keeps for the server to read back
 	// (the SMTP password) and signs the newsletter's unsubscribe links;
 	// nil when no key is set (PERCH_SECRET_KEY), and storing a secret or
@@ -154,7 +154,7 @@ type Server struct {
 	now     func() time.Time
 	mailer  mail.Sender
 	mailing sync.WaitGroup // mail being sent in the background
-	mailCfg *MailSettings
+	mailCfg *mail.Settings
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
@@ -237,7 +237,7 @@ func New(o Options) *Server {
 		s.runs = worker.NewRecorder(o.Store, o.Logger)
 	}
 	if s.mailCfg == nil {
-		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
+		s.mailCfg = mail.NewSettings(o.Store, o.Secrets, nil)
 	}
 	s.providerHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: providerTimeout}
 	s.providers = newProviders(o, s.providerHTTP)
