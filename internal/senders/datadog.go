@@ -70,21 +70,21 @@ type ddPayload struct {
 // object or has no title.
 func Datadog(h http.Header, body []byte) (Result, error) {
 	var p ddPayload
-	if err := decodeObject(body, &p); err != nil {
+	if err := perch.DecodeObject(body, &p); err != nil {
 		return Result{}, err
 	}
-	raw := firstNonEmpty(string(p.Title), string(p.AlertTitle))
-	if oneLine(raw) == "" {
+	raw := perch.FirstNonEmpty(string(p.Title), string(p.AlertTitle))
+	if perch.OneLine(raw) == "" {
 		return Result{}, badRequest("title is required.")
 	}
 	name, prefix := splitAlertTitle(raw)
 	if name == "" {
 		// A title that is nothing but a prefix still names something.
-		name = oneLine(raw)
+		name = perch.OneLine(raw)
 	}
 
-	transition := oneLine(string(p.AlertTransition))
-	alertType := strings.ToLower(oneLine(string(p.AlertType)))
+	transition := perch.OneLine(string(p.AlertTransition))
+	alertType := strings.ToLower(perch.OneLine(string(p.AlertType)))
 	severity, ok := transitionSeverity(transition, alertType)
 	if !ok {
 		// Without a transition Perch knows, the title prefix decides on its
@@ -97,7 +97,7 @@ func Datadog(h http.Header, body []byte) (Result, error) {
 	}
 
 	// "Triggered on host:web-1 · Acme": what happened, where, and whose.
-	scope := firstNonEmpty(oneLine(string(p.AlertScope)), prefix.scope, oneLine(string(p.Hostname)))
+	scope := perch.FirstNonEmpty(perch.OneLine(string(p.AlertScope)), prefix.scope, perch.OneLine(string(p.Hostname)))
 	what := transition
 	switch {
 	case what != "" && scope != "":
@@ -106,15 +106,15 @@ func Datadog(h http.Header, body []byte) (Result, error) {
 		what = scope
 	}
 	if p.Org != nil {
-		what = strings.Join(nonEmpty(what, oneLine(string(p.Org.Name))), " · ")
+		what = strings.Join(nonEmpty(what, perch.OneLine(string(p.Org.Name))), " · ")
 	}
 	return Result{Events: []perch.Event{{
 		Tab:      perch.TabMonitoring,
 		Source:   perch.SourceMonitor,
 		Severity: severity,
 		Title:    title(name),
-		Message:  message(what, clip(ddSummary(string(p.Body)), 300)),
-		URL: webURL(firstNonEmpty(string(p.Link), string(p.URL), string(p.EventURL),
+		Message:  message(what, perch.Clip(ddSummary(string(p.Body)), 300)),
+		URL: webURL(perch.FirstNonEmpty(string(p.Link), string(p.URL), string(p.EventURL),
 			string(p.AlertURL), monitorStatusLink(string(p.Body)))),
 	}}}, nil
 }
@@ -162,7 +162,7 @@ var ddTransitions = []string{"Re-Triggered", "Triggered", "Recovered", "Re-No Da
 // "[P1] [Triggered on {host:web-1}] Disk full", leaving "[P1] Disk full":
 // other bracketed tags (priority, [TEST]) are part of how the alert is known.
 func splitAlertTitle(s string) (name string, prefix titlePrefix) {
-	rest := oneLine(s)
+	rest := perch.OneLine(s)
 	var kept []string
 	for strings.HasPrefix(rest, "[") {
 		end := strings.IndexByte(rest, ']')
@@ -216,7 +216,7 @@ func ddSummary(body string) string {
 	body = ddLink.ReplaceAllString(body, "$1")
 	body = ddMention.ReplaceAllString(body, "$1")
 	body = strings.ReplaceAll(body, "**", "")
-	return oneLine(body)
+	return perch.OneLine(body)
 }
 
 // monitorStatusLink finds the monitor's page in the footer of the default

@@ -141,16 +141,3 @@ func FuzzDatadog(f *testing.F) {
 		checkParsed(t, res, err, perch.SourceMonitor)
 	})
 }
-
-// FuzzOneLine checks that oneLine's shortcut for tidy text agrees with the
-// general folding.
-func FuzzOneLine(f *testing.F) {
-	for _, s := range []string{"", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\nb", "é", "a\u00a0b", "a\x7fb", "Deploy finished"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := oneLine(s), foldLine(s); got != want {
-			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
-		}
-	})
-}

@@ -111,13 +111,13 @@ func GitHub(h http.Header, body []byte) (Result, error) {
 		// Another kind's fields are not ours to type-check; the body only
 		// has to be a JSON object.
 		var obj map[string]json.RawMessage
-		if err := decodeObject(body, &obj); err != nil {
+		if err := perch.DecodeObject(body, &obj); err != nil {
 			return Result{}, err
 		}
-		return ignored("github event %q is not subscribed", clip(oneLine(kind), 60)), nil
+		return ignored("github event %q is not subscribed", perch.Clip(perch.OneLine(kind), 60)), nil
 	}
 	var p ghPayload
-	if err := decodeObject(body, &p); err != nil {
+	if err := perch.DecodeObject(body, &p); err != nil {
 		return Result{}, err
 	}
 	e, err := parse(&p)
@@ -125,7 +125,7 @@ func GitHub(h http.Header, body []byte) (Result, error) {
 		return Result{}, err
 	}
 	if e == nil {
-		return ignored("github %s action %q is not subscribed", kind, clip(oneLine(p.Action), 60)), nil
+		return ignored("github %s action %q is not subscribed", kind, perch.Clip(perch.OneLine(p.Action), 60)), nil
 	}
 	e.Tab, e.Source = perch.TabCode, perch.SourceCodeHost
 	e.DeliveryID = deliveryID(h.Get("X-GitHub-Delivery"))
@@ -193,7 +193,7 @@ func githubPullRequest(p *ghPayload) (*perch.Event, error) {
 	}
 	// The second line says what is merged where, and whose work it is.
 	var branches, author string
-	if head, base := oneLine(pr.Head.Ref), oneLine(pr.Base.Ref); head != "" && base != "" {
+	if head, base := perch.OneLine(pr.Head.Ref), perch.OneLine(pr.Base.Ref); head != "" && base != "" {
 		branches = head + " → " + base
 	}
 	if pr.User != nil {
@@ -201,7 +201,7 @@ func githubPullRequest(p *ghPayload) (*perch.Event, error) {
 	}
 	return &perch.Event{
 		Severity: severity,
-		Title:    title(fmt.Sprintf("%s %s: %s", prName, verb, oneLine(pr.Title))),
+		Title:    title(fmt.Sprintf("%s %s: %s", prName, verb, perch.OneLine(pr.Title))),
 		Message:  message(what, strings.Join(nonEmpty(branches, author), " · ")),
 		URL:      webURL(pr.HTMLURL),
 	}, nil
@@ -220,30 +220,30 @@ func githubCheckRun(p *ghPayload) (*perch.Event, error) {
 	case "failure", "timed_out", "action_required":
 		severity = perch.SeverityError
 	}
-	conclusion := firstNonEmpty(strings.ReplaceAll(oneLine(cr.Conclusion), "_", " "), "completed")
-	name := firstNonEmpty(oneLine(cr.Name), "check")
+	conclusion := perch.FirstNonEmpty(strings.ReplaceAll(perch.OneLine(cr.Conclusion), "_", " "), "completed")
+	name := perch.FirstNonEmpty(perch.OneLine(cr.Name), "check")
 
 	where := ""
-	if branch := oneLine(cr.CheckSuite.HeadBranch); branch != "" {
+	if branch := perch.OneLine(cr.CheckSuite.HeadBranch); branch != "" {
 		where = " on " + branch
 	}
-	if sha := oneLine(cr.HeadSHA); sha != "" {
-		where += " at " + truncate(sha, 7)
+	if sha := perch.OneLine(cr.HeadSHA); sha != "" {
+		where += " at " + perch.Truncate(sha, 7)
 	}
 	reporter := "GitHub"
 	if cr.App != nil {
-		reporter = firstNonEmpty(oneLine(cr.App.Name), reporter)
+		reporter = perch.FirstNonEmpty(perch.OneLine(cr.App.Name), reporter)
 	}
 	return &perch.Event{
 		Severity: severity,
 		Title:    title(fmt.Sprintf("%s: %s %s", repoName(p), name, conclusion)),
-		Message:  message(fmt.Sprintf("%s reported %s%s", reporter, conclusion, where), oneLine(cr.Output.Title)),
-		URL:      webURL(firstNonEmpty(cr.HTMLURL, cr.DetailsURL)),
+		Message:  message(fmt.Sprintf("%s reported %s%s", reporter, conclusion, where), perch.OneLine(cr.Output.Title)),
+		URL:      webURL(perch.FirstNonEmpty(cr.HTMLURL, cr.DetailsURL)),
 	}, nil
 }
 
 func githubPush(p *ghPayload) (*perch.Event, error) {
-	ref := oneLine(p.Ref)
+	ref := perch.OneLine(p.Ref)
 	if ref == "" {
 		return nil, badRequest("ref is required in a push event.")
 	}
@@ -282,8 +282,8 @@ func githubPush(p *ghPayload) (*perch.Event, error) {
 	}
 	latest := ""
 	if p.HeadCommit != nil && !p.Deleted {
-		if first, _, _ := strings.Cut(strings.TrimSpace(p.HeadCommit.Message), "\n"); oneLine(first) != "" {
-			latest = "Latest: " + oneLine(first)
+		if first, _, _ := strings.Cut(strings.TrimSpace(p.HeadCommit.Message), "\n"); perch.OneLine(first) != "" {
+			latest = "Latest: " + perch.OneLine(first)
 		}
 	}
 	repoURL := ""
@@ -294,14 +294,14 @@ func githubPush(p *ghPayload) (*perch.Event, error) {
 		Severity: perch.SeverityInfo,
 		Title:    title(fmt.Sprintf("%s: %s", repoName(p), headline)),
 		Message:  message(what, latest),
-		URL:      webURL(firstNonEmpty(p.Compare, repoURL)),
+		URL:      webURL(perch.FirstNonEmpty(p.Compare, repoURL)),
 	}, nil
 }
 
 func githubPing(p *ghPayload) (*perch.Event, error) {
 	target, link := "", ""
 	if p.Repository != nil {
-		target, link = oneLine(p.Repository.FullName), p.Repository.HTMLURL
+		target, link = perch.OneLine(p.Repository.FullName), p.Repository.HTMLURL
 	}
 	// An organisation or app hook's ping has no repository; its hook URL
 	// still says whose hook it is.
@@ -309,7 +309,7 @@ func githubPing(p *ghPayload) (*perch.Event, error) {
 		target = hookOwner(p.Hook.URL)
 	}
 	if target == "" && p.Organization != nil {
-		target = oneLine(p.Organization.Login)
+		target = perch.OneLine(p.Organization.Login)
 	}
 	what := "A GitHub webhook reaches Perch; its events will arrive here."
 	if target != "" {
@@ -320,7 +320,7 @@ func githubPing(p *ghPayload) (*perch.Event, error) {
 	return &perch.Event{
 		Severity: perch.SeverityInfo,
 		Title:    title(target + ": webhook connected"),
-		Message:  message(what, oneLine(p.Zen)),
+		Message:  message(what, perch.OneLine(p.Zen)),
 		URL:      webURL(link),
 	}, nil
 }
@@ -335,9 +335,9 @@ func hookOwner(hookURL string) string {
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	switch {
 	case len(parts) >= 4 && parts[0] == "repos" && parts[3] == "hooks":
-		return oneLine(parts[1] + "/" + parts[2])
+		return perch.OneLine(parts[1] + "/" + parts[2])
 	case len(parts) >= 3 && parts[0] == "orgs" && parts[2] == "hooks":
-		return oneLine(parts[1])
+		return perch.OneLine(parts[1])
 	}
 	return ""
 }
@@ -345,7 +345,7 @@ func hookOwner(hookURL string) string {
 // repoName is the repository's full name, "owner/name".
 func repoName(p *ghPayload) string {
 	if p.Repository != nil {
-		if n := oneLine(p.Repository.FullName); n != "" {
+		if n := perch.OneLine(p.Repository.FullName); n != "" {
 			return n
 		}
 	}
@@ -356,7 +356,7 @@ func repoName(p *ghPayload) string {
 func login(users ...*ghUser) string {
 	for _, u := range users {
 		if u != nil {
-			if n := firstNonEmpty(oneLine(u.Login), oneLine(u.Name)); n != "" {
+			if n := perch.FirstNonEmpty(perch.OneLine(u.Login), perch.OneLine(u.Name)); n != "" {
 				return n
 			}
 		}

@@ -30,7 +30,7 @@ func Inbound(body []byte) (Result, error) {
 	var in struct {
 		Title, Message, Severity, Tab, URL any
 	}
-	if err := decodeObject(body, &in); err != nil {
+	if err := perch.DecodeObject(body, &in); err != nil {
 		return Result{}, err
 	}
 
@@ -72,7 +72,7 @@ func Inbound(body []byte) (Result, error) {
 	}
 
 	t, ok := field("title", in.Title, perch.SingleLine)
-	t = oneLine(t)
+	t = perch.OneLine(t)
 	switch {
 	case !ok:
 	case t == "":
@@ -96,7 +96,7 @@ func Inbound(body []byte) (Result, error) {
 	}
 
 	tab, _ := field("tab", in.Tab, perch.SingleLine)
-	tab = oneLine(tab)
+	tab = perch.OneLine(tab)
 	tooLong("tab", tab, maxTab)
 	if tab == "" {
 		tab = perch.TabInbound

@@ -74,7 +74,7 @@ func PagerDuty(h http.Header, body []byte) (Result, error) {
 		Event    *pdV3Event    `json:"event"`
 		Messages []pdV2Message `json:"messages"`
 	}
-	if err := decodeObject(body, &p); err != nil {
+	if err := perch.DecodeObject(body, &p); err != nil {
 		return Result{}, err
 	}
 	webhookID := deliveryID(h.Get("X-Webhook-Id"))
@@ -124,19 +124,19 @@ func pagerDutyV3(webhookID string, e *pdV3Event) (Result, error) {
 		if e.EventType == "" {
 			return Result{}, badRequest("event.event_type is required.")
 		}
-		return ignored("pagerduty event %q is not about an incident", clip(oneLine(e.EventType), 60)), nil
+		return ignored("pagerduty event %q is not about an incident", perch.Clip(perch.OneLine(e.EventType), 60)), nil
 	}
 	var inc pdIncident
 	if len(e.Data) > 0 && string(e.Data) != "null" {
 		if err := json.Unmarshal(e.Data, &inc); err != nil {
-			return Result{}, shapeError(err, "event.data")
+			return Result{}, perch.ShapeError(err, "event.data")
 		}
 	}
 	action, known := pdV3Actions[kind]
 	if !known {
 		// PagerDuty adds incident event types over time; show them rather
 		// than drop them, worded from the type itself.
-		action.verb = clip(oneLine(strings.NewReplacer(".", " ", "_", " ").Replace(kind)), 60)
+		action.verb = perch.Clip(perch.OneLine(strings.NewReplacer(".", " ", "_", " ").Replace(kind)), 60)
 		action.severity = perch.SeverityInfo
 		if action.verb == "" {
 			action.verb = "updated"
@@ -149,16 +149,16 @@ func pagerDutyV3(webhookID string, e *pdV3Event) (Result, error) {
 	var detail string
 	switch kind {
 	case "priority_updated":
-		if inc.Priority != nil && oneLine(inc.Priority.Summary) != "" {
-			detail = "Priority: " + oneLine(inc.Priority.Summary)
+		if inc.Priority != nil && perch.OneLine(inc.Priority.Summary) != "" {
+			detail = "Priority: " + perch.OneLine(inc.Priority.Summary)
 		}
 	case "annotated":
-		detail = oneLine(inc.Content)
+		detail = perch.OneLine(inc.Content)
 	case "status_update_published":
-		detail = oneLine(inc.Message)
+		detail = perch.OneLine(inc.Message)
 	case "responder.added", "responder.replied":
-		if inc.User != nil && oneLine(inc.User.Summary) != "" {
-			detail = "Responder: " + oneLine(inc.User.Summary)
+		if inc.User != nil && perch.OneLine(inc.User.Summary) != "" {
+			detail = "Responder: " + perch.OneLine(inc.User.Summary)
 		}
 	default:
 		if !action.assignees {
@@ -181,8 +181,8 @@ func pagerDutyV3(webhookID string, e *pdV3Event) (Result, error) {
 		Severity:   action.severity,
 		Title:      title(incidentName(inc.Number, inc.Title, ref) + " " + action.verb),
 		Message:    message(byLine(action.verb, e.Agent, inc.Service), detail),
-		URL:        webURL(firstNonEmpty(inc.HTMLURL, ref.HTMLURL)),
-		DeliveryID: deliveryID(firstNonEmpty(webhookID, e.ID)),
+		URL:        webURL(perch.FirstNonEmpty(inc.HTMLURL, ref.HTMLURL)),
+		DeliveryID: deliveryID(perch.FirstNonEmpty(webhookID, e.ID)),
 	}}}, nil
 }
 
@@ -207,7 +207,7 @@ func pagerDutyV2(webhookID string, msgs []pdV2Message) (Result, error) {
 		kind, _ := strings.CutPrefix(m.Event, "incident.")
 		action, ok := pdV2Actions[kind]
 		if !ok || m.Incident == nil {
-			if name := fmt.Sprintf("%q", clip(oneLine(m.Event), 60)); len(skipped) < 5 && !slices.Contains(skipped, name) {
+			if name := fmt.Sprintf("%q", perch.Clip(perch.OneLine(m.Event), 60)); len(skipped) < 5 && !slices.Contains(skipped, name) {
 				skipped = append(skipped, name)
 			}
 			continue
@@ -221,7 +221,7 @@ func pagerDutyV2(webhookID string, msgs []pdV2Message) (Result, error) {
 		// ("Acknowledged by Laura Haley"); without it, build one.
 		what := ""
 		if len(m.LogEntries) > 0 {
-			what = oneLine(m.LogEntries[0].Summary)
+			what = perch.OneLine(m.LogEntries[0].Summary)
 		}
 		if what == "" {
 			what = byLine(action.verb, nil, nil)
@@ -234,7 +234,7 @@ func pagerDutyV2(webhookID string, msgs []pdV2Message) (Result, error) {
 		}
 		var service string
 		if inc.Service != nil {
-			service = oneLine(inc.Service.Summary)
+			service = perch.OneLine(inc.Service.Summary)
 		}
 		context := strings.Join(nonEmpty(service, listed("assigned to ", assignees)), " · ")
 
@@ -278,21 +278,21 @@ func urgencySeverity(urgency string) string {
 // incidentName names an incident as PagerDuty does, "#9 Disk full", falling
 // back on whatever the payload has when the number or title is missing.
 func incidentName(number int64, incTitle string, ref *pdRef) string {
-	t := oneLine(incTitle)
+	t := perch.OneLine(incTitle)
 	if number > 0 && t != "" {
-		return fmt.Sprintf("#%d %s", number, clip(t, maxTitle-30))
+		return fmt.Sprintf("#%d %s", number, perch.Clip(t, maxTitle-30))
 	}
 	// A summary reads "[#9] Disk full", which already holds both.
-	if s := oneLine(ref.Summary); s != "" {
-		return clip(s, maxTitle-30)
+	if s := perch.OneLine(ref.Summary); s != "" {
+		return perch.Clip(s, maxTitle-30)
 	}
 	switch {
 	case t != "":
-		return clip(t, maxTitle-30)
+		return perch.Clip(t, maxTitle-30)
 	case number > 0:
 		return fmt.Sprintf("Incident #%d", number)
-	case oneLine(ref.ID) != "":
-		return "Incident " + clip(oneLine(ref.ID), 40)
+	case perch.OneLine(ref.ID) != "":
+		return "Incident " + perch.Clip(perch.OneLine(ref.ID), 40)
 	}
 	return "Incident"
 }
@@ -302,10 +302,10 @@ func incidentName(number int64, incTitle string, ref *pdRef) string {
 func byLine(verb string, agent, service *pdRef) string {
 	var who, where string
 	if agent != nil {
-		who = oneLine(agent.Summary)
+		who = perch.OneLine(agent.Summary)
 	}
 	if service != nil {
-		where = oneLine(service.Summary)
+		where = perch.OneLine(service.Summary)
 	}
 	s := capitalize(verb)
 	// When a service acts on its own incident, "by" would repeat "on".
@@ -322,7 +322,7 @@ func byLine(verb string, agent, service *pdRef) string {
 func listed(prefix string, names []string) string {
 	var kept []string
 	for _, n := range names {
-		if n = oneLine(n); n != "" {
+		if n = perch.OneLine(n); n != "" {
 			kept = append(kept, n)
 		}
 	}

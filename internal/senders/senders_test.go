@@ -75,42 +75,6 @@ func monitorEvent(e perch.Event) perch.Event {
 
 func events(e ...perch.Event) Result { return Result{Events: e} }
 
-func TestClip(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"exactly10!", 10, "exactly10!"},
-		{"one two three", 8, "one two…"},
-		{"ééééé", 3, "éé…"},
-		{"日本語のテキスト", 4, "日本語…"},
-	}
-	for _, tt := range tests {
-		if got := clip(tt.in, tt.n); got != tt.want {
-			t.Errorf("clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}
-
-func TestOneLine(t *testing.T) {
-	t.Parallel()
-	tests := map[string]string{
-		"  plain  ":               "plain",
-		"two\nlines":              "two lines",
-		"tabs\tand\r\nreturns":    "tabs and returns",
-		"nul\x00byte":             "nul byte",
-		"many     spaces\u00a0nb": "many spaces nb",
-	}
-	for in, want := range tests {
-		if got := oneLine(in); got != want {
-			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestMultiLine(t *testing.T) {
 	t.Parallel()
 	if got, want := multiLine("a\r\nb\x00c\td\x1b[0m"), "a\nbc\td[0m"; got != want {

@@ -61,7 +61,7 @@ func rfc3339Time(path, s string) (*time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
 	if err != nil {
-		return nil, badRequest("%s must be an RFC 3339 time such as 2024-04-12T10:18:47.635628Z, not %q.", path, clip(oneLine(s), 40))
+		return nil, badRequest("%s must be an RFC 3339 time such as 2024-04-12T10:18:47.635628Z, not %q.", path, perch.Clip(perch.OneLine(s), 40))
 	}
 	if t.Unix() < 0 {
 		// The zero time would read as "no event applied yet" downstream.
@@ -104,7 +104,7 @@ func jsonKindOf(raw []byte) string {
 // v, explaining a failure by the member's full path.
 func decodeMember(raw json.RawMessage, path string, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return shapeError(err, path)
+		return perch.ShapeError(err, path)
 	}
 	return nil
 }

@@ -130,16 +130,3 @@ func checkBillingEvent(t *testing.T, ev perch.BillingEvent, ok bool, err error, 
 		}
 	}
 }
-
-// FuzzOneLine checks that this package's oneLine, like internal/senders',
-// takes its shortcut for tidy text only where the general folding agrees.
-func FuzzOneLine(f *testing.F) {
-	for _, s := range []string{"", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\nb", "é", "a\u00a0b", "a\x7fb", "Deploy finished"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := oneLine(s), foldLine(s); got != want {
-			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
-		}
-	})
-}

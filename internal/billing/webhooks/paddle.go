@@ -78,7 +78,7 @@ func PaddleEvent(body []byte) (ev perch.BillingEvent, ok bool, err error) {
 		NotificationID string          `json:"notification_id"`
 		Data           json.RawMessage `json:"data"`
 	}
-	if err := decodeObject(body, &n); err != nil {
+	if err := perch.DecodeObject(body, &n); err != nil {
 		return perch.BillingEvent{}, false, err
 	}
 	switch {

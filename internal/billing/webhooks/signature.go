@@ -113,7 +113,7 @@ func readSignatureHeader(name, form, header, sep, tsKey, sigKey string) (signatu
 		}
 		key, value, found := strings.Cut(strings.TrimSpace(part), "=")
 		if !found {
-			return h, malformed(fmt.Sprintf("%q is not key=value", clip(oneLine(part), 20)))
+			return h, malformed(fmt.Sprintf("%q is not key=value", perch.Clip(perch.OneLine(part), 20)))
 		}
 		switch key {
 		case tsKey:
@@ -122,7 +122,7 @@ func readSignatureHeader(name, form, header, sep, tsKey, sigKey string) (signatu
 			}
 			unix, err := strconv.ParseInt(value, 10, 64)
 			if err != nil || value == "" || value[0] < '0' || value[0] > '9' || unix > maxUnix {
-				return h, malformed(fmt.Sprintf("the timestamp %q is not a Unix time", clip(oneLine(value), 20)))
+				return h, malformed(fmt.Sprintf("the timestamp %q is not a Unix time", perch.Clip(perch.OneLine(value), 20)))
 			}
 			h.ts, h.unix = value, unix
 		case sigKey:

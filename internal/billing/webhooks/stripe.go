@@ -150,12 +150,12 @@ func StripeEvent(body []byte) (ev perch.BillingEvent, ok bool, err error) {
 			PreviousAttributes json.RawMessage `json:"previous_attributes"`
 		} `json:"data"`
 	}
-	if err := decodeObject(body, &e); err != nil {
+	if err := perch.DecodeObject(body, &e); err != nil {
 		return perch.BillingEvent{}, false, err
 	}
 	switch {
 	case e.Object != "" && e.Object != "event":
-		return perch.BillingEvent{}, false, badRequest("The body is not a Stripe event: its object is %q, not \"event\".", clip(oneLine(e.Object), 40))
+		return perch.BillingEvent{}, false, badRequest("The body is not a Stripe event: its object is %q, not \"event\".", perch.Clip(perch.OneLine(e.Object), 40))
 	case e.ID == "":
 		return perch.BillingEvent{}, false, badRequest("The body is not a Stripe event: id is required.")
 	case e.Type == "":
@@ -185,7 +185,7 @@ func StripeEvent(body []byte) (ev perch.BillingEvent, ok bool, err error) {
 		return perch.BillingEvent{}, false, err
 	}
 	if object.Object != "" && object.Object != kind {
-		return perch.BillingEvent{}, false, badRequest("data.object of a %s event must be a %q object, not %q.", e.Type, kind, clip(oneLine(object.Object), 40))
+		return perch.BillingEvent{}, false, badRequest("data.object of a %s event must be a %q object, not %q.", e.Type, kind, perch.Clip(perch.OneLine(object.Object), 40))
 	}
 
 	switch kind {
@@ -222,7 +222,7 @@ func stripeCheckout(ev *perch.BillingEvent, raw json.RawMessage) (bool, error) {
 	if s.Mode != "subscription" || !paid {
 		return false, nil
 	}
-	ev.OrgID = firstNonEmpty(s.ClientReferenceID, s.Metadata.OrgID)
+	ev.OrgID = perch.FirstNonEmpty(s.ClientReferenceID, s.Metadata.OrgID)
 	ev.CheckoutID = s.ID
 	ev.CustomerID = string(s.Customer)
 	ev.SubscriptionID = string(s.Subscription)
@@ -252,7 +252,7 @@ func stripeSubscriptionEvent(ev *perch.BillingEvent, raw, previous json.RawMessa
 	periodEnd := s.CurrentPeriodEnd
 	if len(s.Items.Data) > 0 {
 		item := s.Items.Data[0]
-		ev.PriceID = firstNonEmpty(string(item.Price), string(item.Plan))
+		ev.PriceID = perch.FirstNonEmpty(string(item.Price), string(item.Plan))
 		if periodEnd == nil {
 			periodEnd = item.CurrentPeriodEnd
 		}
@@ -318,19 +318,19 @@ func stripeInvoiceEvent(ev *perch.BillingEvent, raw json.RawMessage) (bool, erro
 	ev.SubscriptionID = string(in.Subscription)
 	for _, d := range []*stripeSubscriptionDetails{in.SubscriptionDetails, parentDetails(in)} {
 		if d != nil {
-			ev.SubscriptionID = firstNonEmpty(ev.SubscriptionID, string(d.Subscription))
-			ev.OrgID = firstNonEmpty(ev.OrgID, d.Metadata.OrgID)
+			ev.SubscriptionID = perch.FirstNonEmpty(ev.SubscriptionID, string(d.Subscription))
+			ev.OrgID = perch.FirstNonEmpty(ev.OrgID, d.Metadata.OrgID)
 		}
 	}
 	var periodEnd *int64
 	if len(in.Lines.Data) > 0 {
 		line := in.Lines.Data[0]
 		if line.Parent != nil && line.Parent.SubscriptionItemDetails != nil {
-			ev.SubscriptionID = firstNonEmpty(ev.SubscriptionID, string(line.Parent.SubscriptionItemDetails.Subscription))
+			ev.SubscriptionID = perch.FirstNonEmpty(ev.SubscriptionID, string(line.Parent.SubscriptionItemDetails.Subscription))
 		}
-		ev.SubscriptionID = firstNonEmpty(ev.SubscriptionID, string(line.Subscription))
+		ev.SubscriptionID = perch.FirstNonEmpty(ev.SubscriptionID, string(line.Subscription))
 		if line.Type == "subscription" && strings.HasPrefix(line.ID, "sub_") {
-			ev.SubscriptionID = firstNonEmpty(ev.SubscriptionID, line.ID)
+			ev.SubscriptionID = perch.FirstNonEmpty(ev.SubscriptionID, line.ID)
 		}
 		if line.Period != nil {
 			periodEnd = line.Period.End
