@@ -95,10 +95,9 @@ func TestAnOutageIsUnavailableAndCountedInARow(t *testing.T) {
 // writer's size can be capped.)
 func TestAFullDiskIsAnOutage(t *testing.T) {
 	t.Parallel()
-	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		if s.Dialect() != store.Postgres {
-			t.Skip("PostgreSQL only: SQLite's full disk is in internal/store's TestSQLiteFullDiskIsAnOutage")
-		}
+	// PostgreSQL only: SQLite's full disk is internal/store's
+	// TestSQLiteFullDiskIsAnOutage.
+	storetest.RunWithSQLOn(t, []store.Dialect{store.Postgres}, func(t *testing.T, s *store.Store, db *sql.DB) {
 		for _, stmt := range []string{
 			`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$`,

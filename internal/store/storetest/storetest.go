@@ -46,7 +46,15 @@ func Run(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 // database would.
 func RunWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
 	t.Helper()
-	for _, b := range Backends {
+	RunWithSQLOn(t, Backends, fn)
+}
+
+// RunWithSQLOn is RunWithSQL on the given backends alone, for what only
+// some databases can do (a test has no subtest, and so no skip, for the
+// others).
+func RunWithSQLOn(t *testing.T, backends []store.Dialect, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
+	t.Helper()
+	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
 			dsn := migrated(t, b)
 			s := open(t, b, dsn)
