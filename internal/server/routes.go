@@ -66,7 +66,7 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
 	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
 
-	// Workflows and the marketplace (api_workflows*.go, api_marketplace.go):
+	// Workflows and the marketplace (workflow_*.go):
 	// members read, try and see the runs of their organisation's workflows;
 	// owners and admins change, install, fork and publish them. Each route
 	// also needs its feature flags (gated: 403 feature_disabled when off);

@@ -20,7 +20,7 @@ import (
 // The organisation's workflows (docs/DESIGN.md, Workflows and the
 // marketplace): members read them, their
 // runs, and try them; owners and admins change them. The marketplace's side
-// (install, fork of a listing, publish, the listing) is api_marketplace.go.
+// (install, fork of a listing, publish, the listing) is workflow_marketplace.go.
 // Every change is followed by s.workflowsChanged, so that every instance
 // compiles the organisation's workflows afresh.
 
