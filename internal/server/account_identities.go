@@ -8,7 +8,7 @@ import (
 
 // listIdentities lists the providers linked to the caller's account.
 func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request) error {
-	ids, err := s.store.Identities(r.Context(), principal(r).User.ID)
+	ids, err := s.accountDB.Identities(r.Context(), principal(r).User.ID)
 	if err != nil {
 		return err
 	}
@@ -22,7 +22,7 @@ func (s *Server) deleteIdentity(w http.ResponseWriter, r *http.Request) error {
 	if _, known := providerSettings[provider]; !known {
 		return perch.Errorf(perch.ENOTFOUND, "There is no sign-in provider %q: it is github or google.", clip(provider, 64))
 	}
-	gone, err := s.store.RemoveIdentity(r.Context(), principal(r).User.ID, provider)
+	gone, err := s.accountDB.RemoveIdentity(r.Context(), principal(r).User.ID, provider)
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return perch.Errorf(perch.ENOTFOUND, "Your account is not linked to %s.", perch.ProviderTitle(provider))
 	}

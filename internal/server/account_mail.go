@@ -24,7 +24,7 @@ func (s *Server) mailEmailToken(ctx context.Context, u *perch.User, kind, to str
 	if kind == perch.EmailPasswordReset {
 		ttl, path = perch.PasswordResetTTL, resetPasswordPath
 	}
-	if err := s.store.CreateEmailToken(ctx, u.ID, kind, to, hash, s.now().Add(ttl)); err != nil {
+	if err := s.accountDB.CreateEmailToken(ctx, u.ID, kind, to, hash, s.now().Add(ttl)); err != nil {
 		return err
 	}
 	link := s.link(path, raw)
@@ -54,7 +54,7 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidateEmail(p, strings.TrimSpace(in.Email)); len(p) > 0 {
 		return p.Err()
 	}
-	u, _, err := s.store.UserCredentials(r.Context(), in.Email)
+	u, _, err := s.accountDB.UserCredentials(r.Context(), in.Email)
 	switch perch.ErrorCode(err) {
 	case "":
 		if err := s.mailEmailToken(r.Context(), u, perch.EmailPasswordReset, u.Email); err != nil {
@@ -87,14 +87,14 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hash := auth.HashToken(in.Token)
-	owner, err := s.store.EmailTokenOwner(r.Context(), hash, perch.EmailPasswordReset)
+	owner, err := s.accountDB.EmailTokenOwner(r.Context(), hash, perch.EmailPasswordReset)
 	if err != nil {
 		return err
 	}
 	if perch.ValidatePassword(p, "password", in.Password, owner.Email); len(p) > 0 {
 		return p.Err()
 	}
-	u, revoked, err := s.store.ResetPassword(r.Context(), hash, auth.HashPassword(in.Password, s.opts.PasswordParams))
+	u, revoked, err := s.accountDB.ResetPassword(r.Context(), hash, auth.HashPassword(in.Password, s.opts.PasswordParams))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Server) checkResetLink(w http.ResponseWriter, r *http.Request) error {
 	if in.Token == "" {
 		return perch.Problems{"token": "is required"}.Err()
 	}
-	u, err := s.store.EmailTokenOwner(r.Context(), auth.HashToken(in.Token), perch.EmailPasswordReset)
+	u, err := s.accountDB.EmailTokenOwner(r.Context(), auth.HashToken(in.Token), perch.EmailPasswordReset)
 	if err != nil {
 		return err
 	}
@@ -139,11 +139,11 @@ func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
 	hash := auth.HashToken(in.Token)
 	// A link for a new address changes the account's address: the audit log
 	// says from what.
-	before, err := s.store.EmailTokenOwner(r.Context(), hash, perch.EmailChange)
+	before, err := s.accountDB.EmailTokenOwner(r.Context(), hash, perch.EmailChange)
 	if err != nil && perch.ErrorCode(err) != perch.EBADREQUEST && perch.ErrorCode(err) != perch.ENOTFOUND {
 		return err
 	}
-	u, err := s.store.VerifyEmail(r.Context(), hash)
+	u, err := s.accountDB.VerifyEmail(r.Context(), hash)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,35 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/store"
 )
+
+// accountStore is what the handlers of one's own account need from storage:
+// profile, password, e-mail proofs and linked identities.
+type accountStore interface {
+	CreateEmailToken(ctx context.Context, userID, kind, email, hash string, expires time.Time) error
+	EmailInUse(ctx context.Context, email string) (bool, error)
+	EmailTokenOwner(ctx context.Context, hash, kind string) (*perch.User, error)
+	Features(ctx context.Context, userID, orgID string) (map[string]bool, error)
+	Identities(ctx context.Context, userID string) ([]perch.Identity, error)
+	PasswordHash(ctx context.Context, userID string) (string, error)
+	RemoveIdentity(ctx context.Context, userID, provider string) (*perch.Identity, error)
+	ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, []string, error)
+	SetNewsletter(ctx context.Context, userID string, on bool) (changed bool, err error)
+	SetPassword(ctx context.Context, userID, hash, keepSession string) ([]string, error)
+	SetUserName(ctx context.Context, userID, name string) (*perch.User, error)
+	UserCredentials(ctx context.Context, email string) (*perch.User, string, error)
+	VerifyEmail(ctx context.Context, hash string) (*perch.User, error)
+}
+
+var _ accountStore = (*store.Store)(nil)
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	return respond(w, http.StatusOK, principal(r).User)
@@ -52,7 +75,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	if in.Password != nil || in.Email != nil {
 		if in.CurrentPassword == "" {
 			problems.Add("current_password", "is required to change the password or e-mail address")
-		} else if hash, err := s.store.PasswordHash(r.Context(), u.ID); err != nil {
+		} else if hash, err := s.accountDB.PasswordHash(r.Context(), u.ID); err != nil {
 			return err
 		} else if !auth.CheckPassword(hash, in.CurrentPassword) {
 			problems.Add("current_password", "is incorrect")
@@ -64,7 +87,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 	res := meResponse{User: u}
 	if in.Email != nil {
 		email := strings.TrimSpace(*in.Email)
-		if taken, err := s.store.EmailInUse(r.Context(), email); err != nil {
+		if taken, err := s.accountDB.EmailInUse(r.Context(), email); err != nil {
 			return err
 		} else if taken {
 			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
@@ -76,7 +99,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		s.audit(r, perch.AuditEntry{Action: perch.AuditEmailChangeAsked, Target: userTarget(u.ID), Changes: map[string]any{"to": email}})
 	}
 	if in.Password != nil {
-		revoked, err := s.store.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID)
+		revoked, err := s.accountDB.SetPassword(r.Context(), u.ID, auth.HashPassword(*in.Password, s.opts.PasswordParams), p.SessionID)
 		if err != nil {
 			return err
 		}
@@ -84,7 +107,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		s.audit(r, perch.AuditEntry{Action: perch.AuditPasswordChanged, Target: userTarget(u.ID), Changes: map[string]any{"sessions_ended": len(revoked)}})
 	}
 	if in.Newsletter != nil {
-		changed, err := s.store.SetNewsletter(r.Context(), u.ID, *in.Newsletter)
+		changed, err := s.accountDB.SetNewsletter(r.Context(), u.ID, *in.Newsletter)
 		if err != nil {
 			return err
 		}
@@ -97,7 +120,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 		res.User = &updated
 	}
 	if in.Name != nil {
-		updated, err := s.store.SetUserName(r.Context(), u.ID, *in.Name)
+		updated, err := s.accountDB.SetUserName(r.Context(), u.ID, *in.Name)
 		if err != nil {
 			return err
 		}
@@ -112,7 +135,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) features(w http.ResponseWriter, r *http.Request) error {
 	u := principal(r).User
-	flags, err := s.store.Features(r.Context(), u.ID, u.OrgID)
+	flags, err := s.accountDB.Features(r.Context(), u.ID, u.OrgID)
 	if err != nil {
 		return err
 	}

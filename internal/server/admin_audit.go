@@ -22,7 +22,7 @@ func (s *Server) adminAuditLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, next, err := s.store.AuditLog(r.Context(), perch.AuditFilter{Page: page})
+	entries, next, err := s.adminDB.AuditLog(r.Context(), perch.AuditFilter{Page: page})
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func exportFormat(r *http.Request) string {
 func (s *Server) answerAudit(w http.ResponseWriter, r *http.Request, f perch.AuditFilter) error {
 	format := exportFormat(r)
 	if format == "" {
-		entries, next, err := s.store.AuditLog(r.Context(), f)
+		entries, next, err := s.adminDB.AuditLog(r.Context(), f)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, f perch.Aud
 		write = func(v any) error { cw.Write(auditCSVRow(v.(*perch.AuditEntry))); return cw.Error() }
 	}
 	f.Cursor, f.Limit = "", 0 // the whole range
-	err := s.store.EachAudit(r.Context(), f, func(e *perch.AuditEntry) error { return write(e) })
+	err := s.adminDB.EachAudit(r.Context(), f, func(e *perch.AuditEntry) error { return write(e) })
 	if err == nil {
 		cw.Flush()
 		if err = cw.Error(); err == nil {

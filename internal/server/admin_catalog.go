@@ -8,7 +8,7 @@ import (
 )
 
 func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
-	plans, err := s.store.Plans(r.Context())
+	plans, err := s.adminDB.Plans(r.Context())
 	if err != nil {
 		return err
 	}
@@ -16,7 +16,7 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listAnnouncements(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.store.Announcements(r.Context())
+	list, err := s.adminDB.Announcements(r.Context())
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) createAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	created, err := s.store.CreateAnnouncement(r.Context(), a.Title, a.Body)
+	created, err := s.adminDB.CreateAnnouncement(r.Context(), a.Title, a.Body)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) updateAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	current, err := s.store.Announcement(r.Context(), r.PathValue("id"))
+	current, err := s.adminDB.Announcement(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) updateAnnouncement(w http.ResponseWriter, r *http.Request) erro
 	if err := next.Validate(); err != nil {
 		return err
 	}
-	updated, err := s.store.UpdateAnnouncement(r.Context(), current.ID, perch.AnnouncementUpdate{Title: &next.Title, Body: &next.Body})
+	updated, err := s.adminDB.UpdateAnnouncement(r.Context(), current.ID, perch.AnnouncementUpdate{Title: &next.Title, Body: &next.Body})
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Server) updateAnnouncement(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) deleteAnnouncement(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteAnnouncement(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.adminDB.DeleteAnnouncement(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditAnnouncementDeleted, Target: announcementTarget(r.PathValue("id"))})

@@ -10,7 +10,7 @@ import (
 // listFeatures answers every feature flag with its rollout and overrides.
 // Flags are few: the list is answered whole, not paged.
 func (s *Server) listFeatures(w http.ResponseWriter, r *http.Request) error {
-	flags, err := s.store.FeatureFlags(r.Context())
+	flags, err := s.adminDB.FeatureFlags(r.Context())
 	if err != nil {
 		return err
 	}
@@ -30,14 +30,14 @@ func (s *Server) updateFeature(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := r.PathValue("key")
-	if _, err := s.store.FeatureFlag(r.Context(), key); err != nil {
+	if _, err := s.adminDB.FeatureFlag(r.Context(), key); err != nil {
 		return err
 	}
 	u := perch.FeatureUpdate{Enabled: in.Enabled, RolloutPercent: in.RolloutPercent, OrgOverrides: in.OrgOverrides}
 	if err := u.Validate(); err != nil {
 		return err
 	}
-	before, after, err := s.store.UpdateFeatureFlag(r.Context(), key, u)
+	before, after, err := s.adminDB.UpdateFeatureFlag(r.Context(), key, u)
 	if err != nil {
 		return err
 	}

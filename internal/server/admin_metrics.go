@@ -14,7 +14,7 @@ const HeartbeatEvery = 15 * time.Second
 // metricsSummary answers the admin summary, counted in the database;
 // connected_clients is summed over every instance heard from lately.
 func (s *Server) metricsSummary(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.store.MetricsSummary(r.Context())
+	m, err := s.adminDB.MetricsSummary(r.Context())
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) metricSeries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	points, err := s.store.MetricSeries(r.Context(), q)
+	points, err := s.adminDB.MetricSeries(r.Context(), q)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) Heartbeat(ctx context.Context) error {
 	if s.hub != nil {
 		clients = s.hub.Len()
 	}
-	return s.store.Heartbeat(ctx, s.instance, clients)
+	return s.adminDB.Heartbeat(ctx, s.instance, clients)
 }
 
 // forgetInstance deletes this instance's heartbeat, for Close.
@@ -61,7 +61,7 @@ func (s *Server) forgetInstance(ctx context.Context) {
 		return
 	}
 	s.stopped = true
-	if err := s.store.DropInstance(context.WithoutCancel(ctx), s.instance); err != nil {
+	if err := s.adminDB.DropInstance(context.WithoutCancel(ctx), s.instance); err != nil {
 		s.log.Warn("forgetting this instance's heartbeat failed", "instance", s.instance, "err", err)
 	}
 }

@@ -71,11 +71,11 @@ func (s *Server) listNewsletter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	subs, next, err := s.store.NewsletterSubscribers(r.Context(), page)
+	subs, next, err := s.adminDB.NewsletterSubscribers(r.Context(), page)
 	if err != nil {
 		return err
 	}
-	n, err := s.store.CountNewsletterSubscribers(r.Context(), time.Time{})
+	n, err := s.adminDB.CountNewsletterSubscribers(r.Context(), time.Time{})
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) exportNewsletter(w http.ResponseWriter, r *http.Request) error 
 	w.Header().Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"user_id", "email", "name", "subscribed_at"})
-	err := s.store.EachNewsletterSubscriber(r.Context(), time.Time{}, func(sub *perch.Subscriber) error {
+	err := s.adminDB.EachNewsletterSubscriber(r.Context(), time.Time{}, func(sub *perch.Subscriber) error {
 		cw.Write([]string{sub.UserID, csvCell(sub.Email), csvCell(sub.Name), sub.SubscribedAt.UTC().Format(time.RFC3339)})
 		return cw.Error()
 	})
@@ -142,7 +142,7 @@ func (s *Server) sendNewsletter(w http.ResponseWriter, r *http.Request) error {
 		return errNoSecretKey
 	}
 	through := s.now()
-	n, err := s.store.CountNewsletterSubscribers(r.Context(), through)
+	n, err := s.adminDB.CountNewsletterSubscribers(r.Context(), through)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (s *Server) deliverNewsletter(ctx context.Context, issue perch.NewsletterIs
 		return
 	}
 	sent, failed := 0, 0
-	err := s.store.EachNewsletterSubscriber(ctx, through, func(sub *perch.Subscriber) error {
+	err := s.adminDB.EachNewsletterSubscriber(ctx, through, func(sub *perch.Subscriber) error {
 		token := url.QueryEscape(s.unsubscribeToken(sub.UserID))
 		m := mail.Newsletter(sub.Email, issue.Subject, issue.Body,
 			s.opts.BaseURL+unsubscribePagePath+"?token="+token, s.opts.BaseURL+unsubscribePath+"?token="+token)
@@ -199,14 +199,14 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errBadUnsubscribe
 	}
-	changed, err := s.store.SetNewsletter(r.Context(), userID, false)
+	changed, err := s.adminDB.SetNewsletter(r.Context(), userID, false)
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return errBadUnsubscribe
 	}
 	if err != nil {
 		return err
 	}
-	u, err := s.store.User(r.Context(), userID)
+	u, err := s.adminDB.User(r.Context(), userID)
 	if err != nil {
 		return err
 	}

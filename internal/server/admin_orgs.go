@@ -17,7 +17,7 @@ func (s *Server) adminListOrgs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	orgs, next, err := s.store.Orgs(r.Context(), q, page)
+	orgs, next, err := s.adminDB.Orgs(r.Context(), q, page)
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (s *Server) adminListOrgs(w http.ResponseWriter, r *http.Request) error {
 
 // adminGetOrg serves GET /api/v1/admin/orgs/{id}.
 func (s *Server) adminGetOrg(w http.ResponseWriter, r *http.Request) error {
-	o, err := s.store.AdminOrg(r.Context(), r.PathValue("id"))
+	o, err := s.adminDB.AdminOrg(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *Server) adminUpdateOrg(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if in.Plan != nil {
-		plans, err := s.store.Plans(r.Context())
+		plans, err := s.adminDB.Plans(r.Context())
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (s *Server) adminUpdateOrg(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	before, after, err := s.store.UpdateOrgAsAdmin(r.Context(), r.PathValue("id"), upd)
+	before, after, err := s.adminDB.UpdateOrgAsAdmin(r.Context(), r.PathValue("id"), upd)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func sameTime(a, b *time.Time) bool {
 // adminListPlans serves GET /api/v1/admin/plans: the plans, each with its
 // subscribers (organisations on it in any status but canceled).
 func (s *Server) adminListPlans(w http.ResponseWriter, r *http.Request) error {
-	plans, err := s.store.PlansWithSubscribers(r.Context())
+	plans, err := s.adminDB.PlansWithSubscribers(r.Context())
 	if err != nil {
 		return err
 	}

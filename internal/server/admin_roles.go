@@ -33,7 +33,7 @@ func (s *Server) isAdmin(u *perch.User) bool {
 // their address changed. A failure is logged: the role itself follows the
 // account's state whatever the record says.
 func (s *Server) syncListedAdmin(r *http.Request, userID string) {
-	granted, withdrawn, err := s.store.SyncListedAdmins(r.Context(), s.listedAdmins(), userID)
+	granted, withdrawn, err := s.kernelDB.SyncListedAdmins(r.Context(), s.listedAdmins(), userID)
 	if err != nil {
 		s.log.Error("recording a platform admin by PERCH_ADMIN_EMAILS failed", "user_id", userID, "err", err, "request_id", requestID(r))
 		return
@@ -47,7 +47,7 @@ func (s *Server) syncListedAdmin(r *http.Request, userID string) {
 // unmade since the record was last brought up to date: at start-up, after
 // the setting changed. Each is audited once, however many instances start.
 func (s *Server) SyncListedAdmins(ctx context.Context) error {
-	granted, withdrawn, err := s.store.SyncListedAdmins(ctx, s.listedAdmins(), "")
+	granted, withdrawn, err := s.kernelDB.SyncListedAdmins(ctx, s.listedAdmins(), "")
 	if err != nil {
 		return err
 	}

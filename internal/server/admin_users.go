@@ -1,13 +1,51 @@
 package server
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
 )
+
+// adminStore is what the platform admins' handlers need from storage: users,
+// organisations, feature flags, metrics, the audit log, the catalog and the
+// newsletter.
+type adminStore interface {
+	AdminOrg(ctx context.Context, id string) (*perch.AdminOrgDetail, error)
+	AdminUser(ctx context.Context, id string) (*perch.AdminUser, error)
+	Announcement(ctx context.Context, id string) (*perch.Announcement, error)
+	Announcements(ctx context.Context) ([]*perch.Announcement, error)
+	AuditLog(ctx context.Context, f perch.AuditFilter) ([]*perch.AuditEntry, string, error)
+	CountNewsletterSubscribers(ctx context.Context, through time.Time) (int, error)
+	CreateAnnouncement(ctx context.Context, title, body string) (*perch.Announcement, error)
+	DeleteAnnouncement(ctx context.Context, id string) error
+	DropInstance(ctx context.Context, id string) error
+	EachAudit(ctx context.Context, f perch.AuditFilter, fn func(*perch.AuditEntry) error) error
+	EachNewsletterSubscriber(ctx context.Context, through time.Time, fn func(*perch.Subscriber) error) error
+	FeatureFlag(ctx context.Context, key string) (*perch.FeatureFlag, error)
+	FeatureFlags(ctx context.Context) ([]*perch.FeatureFlag, error)
+	Heartbeat(ctx context.Context, id string, clients int) error
+	MetricSeries(ctx context.Context, q perch.MetricQuery) ([]perch.MetricPoint, error)
+	MetricsSummary(ctx context.Context) (*perch.MetricsSummary, error)
+	NewsletterSubscribers(ctx context.Context, page perch.Page) ([]*perch.Subscriber, string, error)
+	Orgs(ctx context.Context, q string, page perch.Page) ([]*perch.AdminOrg, string, error)
+	Plans(ctx context.Context) ([]*perch.Plan, error)
+	PlansWithSubscribers(ctx context.Context) ([]*perch.AdminPlan, error)
+	SetNewsletter(ctx context.Context, userID string, on bool) (changed bool, err error)
+	UpdateAnnouncement(ctx context.Context, id string, upd perch.AnnouncementUpdate) (*perch.Announcement, error)
+	UpdateFeatureFlag(ctx context.Context, key string, u perch.FeatureUpdate) (before, after *perch.FeatureFlag, err error)
+	UpdateOrgAsAdmin(ctx context.Context, id string, upd perch.AdminOrgUpdate) (before, after *perch.AdminOrgDetail, err error)
+	UpdateUserAsAdmin(ctx context.Context, id string, upd perch.AdminUserUpdate, listed []string) (*store.AdminUserChange, error)
+	User(ctx context.Context, id string) (*perch.User, error)
+	Users(ctx context.Context, q string, page perch.Page) ([]*perch.AdminUser, string, error)
+}
+
+var _ adminStore = (*store.Store)(nil)
 
 // maxSearch is the longest ?q= the admin lists take.
 const maxSearch = 200
@@ -53,7 +91,7 @@ func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	users, next, err := s.store.Users(r.Context(), q, page)
+	users, next, err := s.adminDB.Users(r.Context(), q, page)
 	if err != nil {
 		return err
 	}
@@ -80,7 +118,7 @@ func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
 		return perch.Errorf(perch.ECONFLICT, "You cannot disable your own account; another platform admin can.")
 	}
 	if in.PlatformAdmin != nil && !*in.PlatformAdmin {
-		target, err := s.store.AdminUser(ctx, id)
+		target, err := s.adminDB.AdminUser(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -88,7 +126,7 @@ func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
 			return perch.Errorf(perch.ECONFLICT, "%s is listed in PERCH_ADMIN_EMAILS, which makes it a platform admin whatever is granted here; take it out of that setting to remove the role.", target.Email)
 		}
 	}
-	c, err := s.store.UpdateUserAsAdmin(ctx, id, perch.AdminUserUpdate{Disabled: in.Disabled, PlatformAdmin: in.PlatformAdmin}, s.listedAdmins())
+	c, err := s.adminDB.UpdateUserAsAdmin(ctx, id, perch.AdminUserUpdate{Disabled: in.Disabled, PlatformAdmin: in.PlatformAdmin}, s.listedAdmins())
 	if err != nil {
 		return err
 	}

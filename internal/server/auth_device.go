@@ -67,7 +67,7 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	code, hash := auth.NewUserCode()
 	req.ClientIP, req.UserCodeHash = s.clientIP(r).String(), hash
-	d, err := s.store.CreateDeviceSession(r.Context(), *req)
+	d, err := s.authDB.CreateDeviceSession(r.Context(), *req)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ var errDeviceRequestNotFound = perch.Errorf(perch.ENOTFOUND, "Sign-in request no
 // another user holding the id is someone the link was passed to. Anyone
 // else is answered errDeviceRequestNotFound, as for no such id.
 func (s *Server) deviceRequestFor(ctx context.Context, id string, u *perch.User) (*perch.DeviceSession, error) {
-	d, err := s.store.DeviceSession(ctx, id)
+	d, err := s.authDB.DeviceSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 	var status, callback string
 	confirmed := false
 	if in.Action == "deny" {
-		d, err := s.store.DenyDeviceSession(r.Context(), in.SessionID, p.User.ID)
+		d, err := s.authDB.DenyDeviceSession(r.Context(), in.SessionID, p.User.ID)
 		if err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func (s *Server) deviceComplete(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		code, hash := auth.NewToken(perch.DeviceCodePrefix)
-		d, err := s.store.ApproveDeviceSession(r.Context(), in.SessionID, p.User.ID, hash, confirmed)
+		d, err := s.authDB.ApproveDeviceSession(r.Context(), in.SessionID, p.User.ID, hash, confirmed)
 		if err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 		case perch.ECONFLICT, perch.EBADREQUEST:
 			// Another poll or an exchange took the tokens first, or the
 			// sign-in expired this instant: report where it stands now.
-			if d, err = s.store.DeviceSession(r.Context(), d.ID); err != nil {
+			if d, err = s.authDB.DeviceSession(r.Context(), d.ID); err != nil {
 				return err
 			}
 		default:
@@ -301,7 +301,7 @@ func (s *Server) deviceStatus(w http.ResponseWriter, r *http.Request) error {
 // deviceSessionFor returns the sign-in id when verifier is the one its
 // challenge was made from: ENOTFOUND, or bad_request for another verifier.
 func (s *Server) deviceSessionFor(ctx context.Context, id, verifier string) (*perch.DeviceSession, error) {
-	d, err := s.store.DeviceSession(ctx, id)
+	d, err := s.authDB.DeviceSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -316,10 +316,10 @@ func (s *Server) deviceSessionFor(ctx context.Context, id, verifier string) (*pe
 // callers one wins; the rest get ECONFLICT.
 func (s *Server) exchangeDevice(r *http.Request, d *perch.DeviceSession, polled bool) (*authResponse, error) {
 	ctx := r.Context()
-	if err := s.store.ExchangeDeviceSession(ctx, d.ID, polled); err != nil {
+	if err := s.authDB.ExchangeDeviceSession(ctx, d.ID, polled); err != nil {
 		return nil, err
 	}
-	u, err := s.store.User(ctx, d.UserID)
+	u, err := s.authDB.User(ctx, d.UserID)
 	if err != nil {
 		return nil, err
 	}

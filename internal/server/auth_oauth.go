@@ -64,7 +64,7 @@ func (s *Server) oauthStart(provider string) handlerFunc {
 			f.Nonce = rand.Text()
 		}
 		if id := q.Get("device_session"); id != "" {
-			d, err := s.store.DeviceSession(r.Context(), id)
+			d, err := s.authDB.DeviceSession(r.Context(), id)
 			if err == nil {
 				err = d.CheckDecidable()
 			}
@@ -88,7 +88,7 @@ func (s *Server) oauthStart(provider string) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.store.CreateOAuthFlow(r.Context(), auth.HashToken(state), sealFlow(state, *f)); err != nil {
+		if err := s.authDB.CreateOAuthFlow(r.Context(), auth.HashToken(state), sealFlow(state, *f)); err != nil {
 			return err
 		}
 		s.setCookie(w, perch.OAuthCookie, perch.OAuthPath, state, int(perch.OAuthFlowTTL.Seconds()))
@@ -111,7 +111,7 @@ func (s *Server) linkingUser(r *http.Request) *perch.User {
 	default:
 		return nil
 	}
-	p, err := s.store.AccessPrincipal(r.Context(), auth.HashToken(c.Value))
+	p, err := s.authDB.AccessPrincipal(r.Context(), auth.HashToken(c.Value))
 	if err != nil {
 		return nil
 	}
@@ -142,7 +142,7 @@ func (s *Server) oauthCallback(provider string) handlerFunc {
 			s.backToSignIn(w, r, msgBadState, "")
 			return nil
 		}
-		f, err := s.store.TakeOAuthFlow(r.Context(), auth.HashToken(state))
+		f, err := s.authDB.TakeOAuthFlow(r.Context(), auth.HashToken(state))
 		if err == nil {
 			f, err = openFlow(state, f)
 		}
@@ -228,7 +228,7 @@ func (s *Server) backToSignIn(w http.ResponseWriter, r *http.Request, msg, next 
 func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.Identity) (*perch.User, error) {
 	ctx := r.Context()
 	title := perch.ProviderTitle(link.Provider)
-	u, err := s.store.IdentityUser(ctx, link.Provider, link.Subject)
+	u, err := s.authDB.IdentityUser(ctx, link.Provider, link.Subject)
 	if perch.ErrorCode(err) != perch.ENOTFOUND {
 		return u, err
 	}
@@ -239,7 +239,7 @@ func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.
 		return nil, perch.Errorf(perch.EFORBIDDEN, "%s has not verified your address %s, so Perch cannot use it to sign you in. Verify it at %s first, or sign in with your password and link %s from your profile.",
 			title, id.Email, title, title)
 	}
-	existing, _, err := s.store.UserCredentials(ctx, id.Email)
+	existing, _, err := s.authDB.UserCredentials(ctx, id.Email)
 	switch perch.ErrorCode(err) {
 	case "":
 		if !existing.EmailVerified {
@@ -259,7 +259,7 @@ func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.
 		return nil, perch.Errorf(perch.EFORBIDDEN, "The address %s gave, %q, is not one Perch can use.", title, clip(id.Email, perch.MaxEmailLen))
 	}
 	name := perch.SignInName(id.Name, id.Login, id.Email)
-	u, err = s.store.CreateIdentityUser(ctx, name, id.Email, link)
+	u, err = s.authDB.CreateIdentityUser(ctx, name, id.Email, link)
 	if err != nil {
 		return nil, err
 	}
@@ -277,15 +277,15 @@ func (s *Server) oauthAccount(r *http.Request, id *providerIdentity, link perch.
 // linkIdentity links the provider's account to the account userID and
 // audits it.
 func (s *Server) linkIdentity(r *http.Request, userID string, link perch.Identity) error {
-	u, err := s.store.User(r.Context(), userID)
+	u, err := s.authDB.User(r.Context(), userID)
 	if err != nil {
 		return err
 	}
-	before, err := s.store.Identities(r.Context(), userID)
+	before, err := s.authDB.Identities(r.Context(), userID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.LinkIdentity(r.Context(), userID, link); err != nil {
+	if _, err := s.authDB.LinkIdentity(r.Context(), userID, link); err != nil {
 		return err
 	}
 	if slices.ContainsFunc(before, func(i perch.Identity) bool { return i.Provider == link.Provider && i.Subject == link.Subject }) {

@@ -10,6 +10,32 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
+// authStore is what sign-in needs from storage: passwords and sessions, the
+// device flow, and OAuth sign-in with its linked identities.
+type authStore interface {
+	AccessPrincipal(ctx context.Context, accessHash string) (*perch.Principal, error)
+	ApproveDeviceSession(ctx context.Context, id, userID, codeHash string, userCodeConfirmed bool) (*perch.DeviceSession, error)
+	CreateDeviceSession(ctx context.Context, req perch.DeviceRequest) (*perch.DeviceSession, error)
+	CreateIdentityUser(ctx context.Context, name, email string, id perch.Identity) (*perch.User, error)
+	CreateInvitedUser(ctx context.Context, name, email, passwordHash, tokenHash string) (*perch.User, error)
+	CreateOAuthFlow(ctx context.Context, stateHash string, f perch.OAuthFlow) error
+	CreateSession(ctx context.Context, userID string, t store.SessionTokens) (string, error)
+	CreateUser(ctx context.Context, name, email, passwordHash string) (*perch.User, error)
+	DenyDeviceSession(ctx context.Context, id, userID string) (*perch.DeviceSession, error)
+	DeviceSession(ctx context.Context, id string) (*perch.DeviceSession, error)
+	ExchangeDeviceSession(ctx context.Context, id string, polled bool) error
+	Identities(ctx context.Context, userID string) ([]perch.Identity, error)
+	IdentityUser(ctx context.Context, provider, subject string) (*perch.User, error)
+	LinkIdentity(ctx context.Context, userID string, id perch.Identity) (*perch.Identity, error)
+	RevokeSessionByRefresh(ctx context.Context, refreshHash string) (userID, sessionID string, err error)
+	RotateRefresh(ctx context.Context, oldHash string, t store.SessionTokens) (userID, sessionID string, err error)
+	TakeOAuthFlow(ctx context.Context, stateHash string) (*perch.OAuthFlow, error)
+	User(ctx context.Context, id string) (*perch.User, error)
+	UserCredentials(ctx context.Context, email string) (*perch.User, string, error)
+}
+
+var _ authStore = (*store.Store)(nil)
+
 // authResponse is the body of register, login and refresh.
 type authResponse struct {
 	User         *perch.User `json:"user,omitempty"`
@@ -33,7 +59,7 @@ func (s *Server) newTokens() (access, refresh string, t store.SessionTokens) {
 // signIn starts a new session for u and describes it.
 func (s *Server) signIn(ctx context.Context, u *perch.User) (*authResponse, error) {
 	access, refresh, t := s.newTokens()
-	if _, err := s.store.CreateSession(ctx, u.ID, t); err != nil {
+	if _, err := s.authDB.CreateSession(ctx, u.ID, t); err != nil {
 		return nil, err
 	}
 	u.IsAdmin = s.isAdmin(u)
@@ -62,9 +88,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	var u *perch.User
 	var err error
 	if in.InvitationToken != "" {
-		u, err = s.store.CreateInvitedUser(r.Context(), in.Name, in.Email, hash, auth.HashToken(in.InvitationToken))
+		u, err = s.authDB.CreateInvitedUser(r.Context(), in.Name, in.Email, hash, auth.HashToken(in.InvitationToken))
 	} else {
-		u, err = s.store.CreateUser(r.Context(), in.Name, in.Email, hash)
+		u, err = s.authDB.CreateUser(r.Context(), in.Name, in.Email, hash)
 	}
 	if err == nil && !u.EmailVerified { // the invitation's mailed link proves it; anything else asks
 		err = s.mailEmailToken(r.Context(), u, perch.EmailVerify, u.Email)
@@ -114,7 +140,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	u, hash, err := s.store.UserCredentials(r.Context(), in.Email)
+	u, hash, err := s.authDB.UserCredentials(r.Context(), in.Email)
 	switch perch.ErrorCode(err) {
 	case "":
 		if hash == "" { // an account made by single sign-on has no password: as long to refuse as a wrong one
@@ -167,7 +193,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) error {
 		return perch.Problems{"refresh_token": "is required"}.Err()
 	}
 	access, refresh, t := s.newTokens()
-	if userID, sessionID, err := s.store.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
+	if userID, sessionID, err := s.authDB.RotateRefresh(r.Context(), auth.HashToken(in.RefreshToken), t); err != nil {
 		// On reuse the store names the sign-in it revoked.
 		if userID != "" {
 			s.revoked(r.Context(), userID, []string{sessionID}, nil)
@@ -190,7 +216,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if in.RefreshToken == "" {
 		return perch.Problems{"refresh_token": "is required"}.Err()
 	}
-	userID, sessionID, err := s.store.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken))
+	userID, sessionID, err := s.authDB.RevokeSessionByRefresh(r.Context(), auth.HashToken(in.RefreshToken))
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,31 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/auth"
+	"github.com/perch-dev/perch/internal/store"
 )
 
+// tokenStore is what the handlers of API tokens and webhook tokens need from
+// storage.
+type tokenStore interface {
+	APITokens(ctx context.Context, userID string) ([]*perch.APIToken, error)
+	CreateAPIToken(ctx context.Context, userID, label, prefix, hash string) (*perch.APIToken, error)
+	CreateWebhookToken(ctx context.Context, t *perch.WebhookToken, hash string) (*perch.WebhookToken, error)
+	DeleteAPIToken(ctx context.Context, userID, id string) error
+	DeleteWebhookToken(ctx context.Context, userID, id string) error
+	Team(ctx context.Context, orgID, id string) (*perch.Team, error)
+	UpdateAPIToken(ctx context.Context, userID, id string, upd perch.APITokenUpdate) (*perch.APIToken, error)
+	WebhookTokens(ctx context.Context, userID string) ([]*perch.WebhookToken, error)
+}
+
+var _ tokenStore = (*store.Store)(nil)
+
 func (s *Server) listAPITokens(w http.ResponseWriter, r *http.Request) error {
-	tokens, err := s.store.APITokens(r.Context(), principal(r).User.ID)
+	tokens, err := s.tokenDB.APITokens(r.Context(), principal(r).User.ID)
 	if err != nil {
 		return err
 	}
@@ -31,7 +48,7 @@ func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	raw, hash := auth.NewToken(perch.APITokenPrefix)
-	k, err := s.store.CreateAPIToken(r.Context(), principal(r).User.ID, label, auth.DisplayPrefix(raw), hash)
+	k, err := s.tokenDB.CreateAPIToken(r.Context(), principal(r).User.ID, label, auth.DisplayPrefix(raw), hash)
 	if err != nil {
 		return err
 	}
@@ -55,7 +72,7 @@ func (s *Server) updateAPIToken(w http.ResponseWriter, r *http.Request) error {
 		in.Label = &label
 	}
 	u := principal(r).User
-	k, err := s.store.UpdateAPIToken(r.Context(), u.ID, r.PathValue("id"), perch.APITokenUpdate{Label: in.Label, IsActive: in.IsActive})
+	k, err := s.tokenDB.UpdateAPIToken(r.Context(), u.ID, r.PathValue("id"), perch.APITokenUpdate{Label: in.Label, IsActive: in.IsActive})
 	if err != nil {
 		return err
 	}
@@ -75,7 +92,7 @@ func (s *Server) updateAPIToken(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
 	u, id := principal(r).User, r.PathValue("id")
-	if err := s.store.DeleteAPIToken(r.Context(), u.ID, id); err != nil {
+	if err := s.tokenDB.DeleteAPIToken(r.Context(), u.ID, id); err != nil {
 		return err
 	}
 	s.revoked(r.Context(), u.ID, nil, []string{id})

@@ -1,13 +1,30 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/billing"
+	"github.com/perch-dev/perch/internal/store"
 )
+
+// billingStore is what checkout, the subscription and the payment providers'
+// webhooks need from storage.
+type billingStore interface {
+	ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, plan string) (*store.BillingOutcome, error)
+	ExpireTrials(ctx context.Context, now time.Time) ([]store.ExpiredTrial, error)
+	OrgOwnersAndAdmins(ctx context.Context, orgID string) ([]string, error)
+	Plans(ctx context.Context) ([]*perch.Plan, error)
+	RecordCheckout(ctx context.Context, provider, checkoutID, orgID string) error
+	Subscription(ctx context.Context, orgID string) (*perch.Subscription, error)
+	TrialsEndingSoon(ctx context.Context, now time.Time, within time.Duration) ([]store.TrialEnding, error)
+}
+
+var _ billingStore = (*store.Store)(nil)
 
 // Billing (docs/DESIGN.md, Billing): checkout and the customer portal at the
 // payment provider; the provider's webhooks are in billing_webhooks.go.
@@ -32,14 +49,14 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 		return errBillingOff
 	}
 	u := principal(r).User
-	plans, err := s.store.Plans(r.Context())
+	plans, err := s.billingDB.Plans(r.Context())
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(plans, func(p *perch.Plan) bool { return p.Slug == in.Plan }) {
 		return perch.Problems{"plan": "is not a plan: choose solo, team or enterprise"}.Err()
 	}
-	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	sub, err := s.billingDB.Subscription(r.Context(), u.OrgID)
 	if err != nil {
 		return err
 	}
@@ -61,7 +78,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The event that completes this checkout binds the subscription to the
 	// organisation, and no other event can (Store.ApplyBillingEvent).
-	if err := s.store.RecordCheckout(r.Context(), s.opts.Billing.Name(), co.ID, u.OrgID); err != nil {
+	if err := s.billingDB.RecordCheckout(r.Context(), s.opts.Billing.Name(), co.ID, u.OrgID); err != nil {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditCheckoutStarted, Target: orgTarget(u.OrgID),
@@ -76,7 +93,7 @@ func (s *Server) portal(w http.ResponseWriter, r *http.Request) error {
 		return errBillingOff
 	}
 	u := principal(r).User
-	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	sub, err := s.billingDB.Subscription(r.Context(), u.OrgID)
 	if err != nil {
 		return err
 	}

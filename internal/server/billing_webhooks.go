@@ -71,7 +71,7 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: fmt.Sprintf("%s is not an event Perch acts on.", ev.Type)})
 			return nil
 		}
-		out, err := s.store.ApplyBillingEvent(r.Context(), ev, s.opts.PricePlans[ev.PriceID])
+		out, err := s.billingDB.ApplyBillingEvent(r.Context(), ev, s.opts.PricePlans[ev.PriceID])
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 // their menu bars), once per key.
 func (s *Server) tellBillers(ctx context.Context, orgID, source, key, severity, title, message string) {
 	ctx = context.WithoutCancel(ctx)
-	ids, err := s.store.OrgOwnersAndAdmins(ctx, orgID)
+	ids, err := s.billingDB.OrgOwnersAndAdmins(ctx, orgID)
 	if err != nil {
 		s.log.Error("finding whom to tell about billing failed", "org", orgID, "err", err)
 		return
@@ -177,7 +177,7 @@ func (s *Server) BillingJobs(ctx context.Context) error {
 		return nil // billing off: trials never end
 	}
 	now := s.now()
-	expired, err := s.store.ExpireTrials(ctx, now)
+	expired, err := s.billingDB.ExpireTrials(ctx, now)
 	if err != nil {
 		return fmt.Errorf("expiring trials: %w", err)
 	}
@@ -189,7 +189,7 @@ func (s *Server) BillingJobs(ctx context.Context) error {
 	if s.opts.Billing.Name() == perch.BillingPaddle {
 		source = perch.SourcePaymentsB
 	}
-	ending, err := s.store.TrialsEndingSoon(ctx, now, trialNotice)
+	ending, err := s.billingDB.TrialsEndingSoon(ctx, now, trialNotice)
 	if err != nil {
 		return fmt.Errorf("finding trials that end soon: %w", err)
 	}

@@ -7,7 +7,19 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/hub"
+	"github.com/perch-dev/perch/internal/store"
 )
+
+// notificationStore is what the history and read-state handlers need from
+// storage.
+type notificationStore interface {
+	Audience(ctx context.Context, u *perch.User) (*perch.Audience, error)
+	MarkRead(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error)
+	Notifications(ctx context.Context, a *perch.Audience, since string, limit int) ([]*perch.Notification, error)
+	User(ctx context.Context, id string) (*perch.User, error)
+}
+
+var _ notificationStore = (*store.Store)(nil)
 
 // History page sizes.
 const (
@@ -26,11 +38,11 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) error
 		}
 		limit = n
 	}
-	a, err := s.store.Audience(r.Context(), principal(r).User)
+	a, err := s.notificationDB.Audience(r.Context(), principal(r).User)
 	if err != nil {
 		return err
 	}
-	list, err := s.store.Notifications(r.Context(), a, r.URL.Query().Get("since"), limit)
+	list, err := s.notificationDB.Notifications(r.Context(), a, r.URL.Query().Get("since"), limit)
 	if err != nil {
 		return err
 	}
@@ -62,7 +74,7 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) error {
 
 // readAndTell marks notifications read and tells the user's clients.
 func (s *Server) readAndTell(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error) {
-	marked, err := s.store.MarkRead(ctx, u, ids, all)
+	marked, err := s.notificationDB.MarkRead(ctx, u, ids, all)
 	if err != nil || len(marked) == 0 {
 		return marked, err
 	}
@@ -78,10 +90,10 @@ func (s *Server) readAndTell(ctx context.Context, u *perch.User, ids []string, a
 func (s *Server) grantsChanged(ctx context.Context, userID string) {
 	s.tokens.forget() // here at once; other instances when the message arrives
 	m := perch.FanoutMessage{Kind: perch.FanoutGrants, UserID: userID}
-	if u, err := s.store.User(ctx, userID); err == nil {
+	if u, err := s.notificationDB.User(ctx, userID); err == nil {
 		// Without it (the user is gone, or the store failed), every client
 		// of the user reconnects.
-		m.Audience, _ = s.store.Audience(ctx, u)
+		m.Audience, _ = s.notificationDB.Audience(ctx, u)
 	}
 	if err := s.fanout.Publish(ctx, m); err != nil {
 		s.log.Warn("publishing a change of grants failed", "user", userID, "err", err)

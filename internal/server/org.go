@@ -1,14 +1,40 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
 )
 
+// orgStore is what the handlers of organisations, their members, teams and
+// invitations need from storage.
+type orgStore interface {
+	AcceptInvitation(ctx context.Context, tokenHash string, user *perch.User) (*perch.Org, error)
+	AddTeamMember(ctx context.Context, orgID, teamID, userID string) error
+	CreateInvitation(ctx context.Context, orgID, inviterID, email, role, tokenHash, mailHash string) (*perch.Invitation, error)
+	CreateTeam(ctx context.Context, orgID, name, description string) (*perch.Team, error)
+	DeleteTeam(ctx context.Context, orgID, id string) error
+	Invitations(ctx context.Context, orgID string) ([]*perch.Invitation, error)
+	Member(ctx context.Context, orgID, userID string) (*perch.Member, error)
+	Members(ctx context.Context, orgID string) ([]*perch.Member, error)
+	Org(ctx context.Context, id string) (*perch.Org, error)
+	RemoveMember(ctx context.Context, orgID, userID string) error
+	RemoveTeamMember(ctx context.Context, orgID, teamID, userID string) error
+	RenameOrg(ctx context.Context, orgID, name string) (*perch.Org, error)
+	RevokeInvitation(ctx context.Context, orgID, id string) error
+	SetMemberRole(ctx context.Context, orgID, userID, role string) (*perch.Member, error)
+	Team(ctx context.Context, orgID, id string) (*perch.Team, error)
+	Teams(ctx context.Context, orgID string) ([]*perch.Team, error)
+	UpdateTeam(ctx context.Context, orgID, id string, upd perch.TeamUpdate) (*perch.Team, error)
+}
+
+var _ orgStore = (*store.Store)(nil)
+
 func (s *Server) getOrg(w http.ResponseWriter, r *http.Request) error {
-	org, err := s.store.Org(r.Context(), principal(r).User.OrgID)
+	org, err := s.orgDB.Org(r.Context(), principal(r).User.OrgID)
 	if err != nil {
 		return err
 	}
@@ -30,11 +56,11 @@ func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidateOrgName(p, *in.Name); len(p) > 0 {
 		return p.Err()
 	}
-	before, err := s.store.Org(r.Context(), orgID)
+	before, err := s.orgDB.Org(r.Context(), orgID)
 	if err != nil {
 		return err
 	}
-	org, err := s.store.RenameOrg(r.Context(), orgID, strings.TrimSpace(*in.Name))
+	org, err := s.orgDB.RenameOrg(r.Context(), orgID, strings.TrimSpace(*in.Name))
 	if err != nil {
 		return err
 	}
@@ -46,7 +72,7 @@ func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
-	members, err := s.store.Members(r.Context(), principal(r).User.OrgID)
+	members, err := s.orgDB.Members(r.Context(), principal(r).User.OrgID)
 	if err != nil {
 		return err
 	}
@@ -66,14 +92,14 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 		return perch.Problems{"role": "must be owner, admin or member"}.Err()
 	}
 	actor := principal(r).User
-	target, err := s.store.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
+	target, err := s.orgDB.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
 	if err != nil {
 		return err
 	}
 	if err := perch.AuthorizeMemberChange(actor, target, in.Role); err != nil {
 		return err
 	}
-	m, err := s.store.SetMemberRole(r.Context(), actor.OrgID, target.ID, in.Role)
+	m, err := s.orgDB.SetMemberRole(r.Context(), actor.OrgID, target.ID, in.Role)
 	if err != nil {
 		return err
 	}
@@ -94,14 +120,14 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 // leave. They get a fresh organisation of their own.
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	actor := principal(r).User
-	target, err := s.store.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
+	target, err := s.orgDB.Member(r.Context(), actor.OrgID, r.PathValue("userId"))
 	if err != nil {
 		return err
 	}
 	if err := perch.AuthorizeMemberChange(actor, target, ""); err != nil {
 		return err
 	}
-	if err := s.store.RemoveMember(r.Context(), actor.OrgID, target.ID); err != nil {
+	if err := s.orgDB.RemoveMember(r.Context(), actor.OrgID, target.ID); err != nil {
 		return err
 	}
 	s.grantsChanged(r.Context(), target.ID)

@@ -13,7 +13,7 @@ import (
 const invitationPath = "/invitations/accept"
 
 func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.store.Invitations(r.Context(), principal(r).User.OrgID)
+	list, err := s.orgDB.Invitations(r.Context(), principal(r).User.OrgID)
 	if err != nil {
 		return err
 	}
@@ -51,11 +51,11 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error 
 	}
 	shown, shownHash := auth.NewToken(perch.InvitationTokenPrefix)
 	mailed, mailedHash := auth.NewToken(perch.InvitationTokenPrefix)
-	inv, err := s.store.CreateInvitation(r.Context(), actor.OrgID, actor.ID, in.Email, in.Role, shownHash, mailedHash)
+	inv, err := s.orgDB.CreateInvitation(r.Context(), actor.OrgID, actor.ID, in.Email, in.Role, shownHash, mailedHash)
 	if err != nil {
 		return err
 	}
-	org, err := s.store.Org(r.Context(), actor.OrgID)
+	org, err := s.orgDB.Org(r.Context(), actor.OrgID)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) revokeInvitation(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.RevokeInvitation(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
+	if err := s.orgDB.RevokeInvitation(r.Context(), principal(r).User.OrgID, r.PathValue("id")); err != nil {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditInvitationRevoked, Target: invitationTarget(r.PathValue("id"))})
@@ -93,7 +93,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error 
 		return perch.Problems{"token": "is required"}.Err()
 	}
 	u := principal(r).User
-	org, err := s.store.AcceptInvitation(r.Context(), auth.HashToken(in.Token), u)
+	org, err := s.orgDB.AcceptInvitation(r.Context(), auth.HashToken(in.Token), u)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ type teamInput struct {
 }
 
 func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
-	teams, err := s.store.Teams(r.Context(), principal(r).User.OrgID)
+	teams, err := s.orgDB.Teams(r.Context(), principal(r).User.OrgID)
 	if err != nil {
 		return err
 	}
@@ -20,7 +20,7 @@ func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTeam(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.store.Team(r.Context(), principal(r).User.OrgID, r.PathValue("id"))
+	t, err := s.orgDB.Team(r.Context(), principal(r).User.OrgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidateTeam(p, name, desc); len(p) > 0 {
 		return p.Err()
 	}
-	t, err := s.store.CreateTeam(r.Context(), principal(r).User.OrgID, name, desc)
+	t, err := s.orgDB.CreateTeam(r.Context(), principal(r).User.OrgID, name, desc)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	orgID := principal(r).User.OrgID
-	current, err := s.store.Team(r.Context(), orgID, r.PathValue("id"))
+	current, err := s.orgDB.Team(r.Context(), orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 	if perch.ValidateTeam(p, name, desc); len(p) > 0 {
 		return p.Err()
 	}
-	t, err := s.store.UpdateTeam(r.Context(), orgID, current.ID, perch.TeamUpdate{Name: in.Name, Description: in.Description})
+	t, err := s.orgDB.UpdateTeam(r.Context(), orgID, current.ID, perch.TeamUpdate{Name: in.Name, Description: in.Description})
 	if err != nil {
 		return err
 	}
@@ -85,11 +85,11 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
 	orgID := principal(r).User.OrgID
-	team, err := s.store.Team(r.Context(), orgID, r.PathValue("id"))
+	team, err := s.orgDB.Team(r.Context(), orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteTeam(r.Context(), orgID, team.ID); err != nil {
+	if err := s.orgDB.DeleteTeam(r.Context(), orgID, team.ID); err != nil {
 		return err
 	}
 	s.tokensChanged(r.Context()) // the team's tokens went with it
@@ -104,7 +104,7 @@ func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
 // addTeamMember puts a member of the organisation into a team; it answers
 // 204 whether or not they were in it already.
 func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.AddTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
+	if err := s.orgDB.AddTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
 	s.grantsChanged(r.Context(), r.PathValue("userId"))
@@ -114,7 +114,7 @@ func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeTeamMember(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.RemoveTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
+	if err := s.orgDB.RemoveTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
 	s.grantsChanged(r.Context(), r.PathValue("userId"))

@@ -80,7 +80,7 @@ func (s *Server) scimCaller(r *http.Request) (*scimCall, error) {
 	if !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(raw, perch.SCIMTokenPrefix) {
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "Send the organisation's SCIM token as a Bearer token.")
 	}
-	orgID, err := s.store.SCIMTokenOrg(r.Context(), auth.HashToken(raw))
+	orgID, err := s.scimDB.SCIMTokenOrg(r.Context(), auth.HashToken(raw))
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The SCIM token is not valid; an owner can make a new one on the organisation's single sign-on page.")
 	}

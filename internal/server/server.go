@@ -140,6 +140,7 @@ type Options struct {
 
 // Server is Perch's HTTP handler.
 type Server struct {
+	stores  // storage, by what each handler group needs of it (stores.go)
 	store   *store.Store
 	log     *slog.Logger
 	limiter perch.RateLimiter
@@ -228,6 +229,7 @@ func New(o Options) *Server {
 
 		instance: rand.Text(),
 	}
+	s.stores = newStores(o.Store)
 	if s.mailCfg == nil {
 		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
 	}

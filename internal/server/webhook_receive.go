@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"io"
 	"net/http"
 	"net/netip"
@@ -14,6 +15,14 @@ import (
 	"github.com/perch-dev/perch/internal/senders"
 	"github.com/perch-dev/perch/internal/store"
 )
+
+// webhookStore is what the webhook receiver needs from storage: the token a
+// delivery names (through the token cache).
+type webhookStore interface {
+	WebhookTokenByHash(ctx context.Context, hash string) (*perch.WebhookToken, error)
+}
+
+var _ webhookStore = (*store.Store)(nil)
 
 // parser turns one delivery into events; see internal/senders.
 type parser func(h http.Header, body []byte) (senders.Result, error)
@@ -209,7 +218,7 @@ func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, name st
 	if !strings.HasPrefix(raw, perch.WebhookTokenPrefix) {
 		return perch.Scope{}, sender{}, perch.Errorf(perch.EUNAUTHORIZED, "The token is not a webhook token (whk_…).")
 	}
-	t, touch, err := s.tokens.lookup(r.Context(), s.store, auth.HashToken(raw), s.now())
+	t, touch, err := s.tokens.lookup(r.Context(), s.webhookDB, auth.HashToken(raw), s.now())
 	if err != nil {
 		return perch.Scope{}, sender{}, err
 	}

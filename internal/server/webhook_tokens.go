@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) listWebhookTokens(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.store.WebhookTokens(r.Context(), principal(r).User.ID)
+	list, err := s.tokenDB.WebhookTokens(r.Context(), principal(r).User.ID)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Server) createWebhookToken(w http.ResponseWriter, r *http.Request) erro
 	}
 	raw, hash := auth.NewToken(perch.WebhookTokenPrefix)
 	t.TokenPrefix = auth.DisplayPrefix(raw)
-	created, err := s.store.CreateWebhookToken(r.Context(), t, hash)
+	created, err := s.tokenDB.CreateWebhookToken(r.Context(), t, hash)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Server) authorizeWebhookScope(r *http.Request, u *perch.User, scope, te
 			return perch.Errorf(perch.EFORBIDDEN, "Only owners and admins may make organisation-wide webhook tokens.")
 		}
 	case perch.ScopeTeam:
-		team, err := s.store.Team(r.Context(), u.OrgID, teamID)
+		team, err := s.tokenDB.Team(r.Context(), u.OrgID, teamID)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func (s *Server) authorizeWebhookScope(r *http.Request, u *perch.User, scope, te
 
 func (s *Server) deleteWebhookToken(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := s.store.DeleteWebhookToken(r.Context(), principal(r).User.ID, id); err != nil {
+	if err := s.tokenDB.DeleteWebhookToken(r.Context(), principal(r).User.ID, id); err != nil {
 		return err
 	}
 	s.tokensChanged(r.Context())

@@ -17,6 +17,31 @@ import (
 	"github.com/perch-dev/perch/internal/workflow"
 )
 
+// workflowStore is what the handlers of workflows and the marketplace need
+// from storage.
+type workflowStore interface {
+	Audience(ctx context.Context, u *perch.User) (*perch.Audience, error)
+	CreateWorkflow(ctx context.Context, w *perch.Workflow) (*perch.Workflow, error)
+	DeleteWorkflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
+	Features(ctx context.Context, userID, orgID string) (map[string]bool, error)
+	ForkWorkflow(ctx context.Context, orgID, id, createdBy string) (*perch.Workflow, error)
+	InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy string) (*store.Installed, error)
+	Listing(ctx context.Context, id string) (*store.Listing, error)
+	Marketplace(ctx context.Context, q, sort string, page perch.Page) ([]*store.Listing, string, error)
+	Member(ctx context.Context, orgID, userID string) (*perch.Member, error)
+	Notifications(ctx context.Context, a *perch.Audience, since string, limit int) ([]*perch.Notification, error)
+	PublishWorkflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
+	SeedStarterWorkflows(ctx context.Context, author string, ws []*perch.Workflow) error
+	SourceVersions(ctx context.Context, orgID string) (map[string]int, error)
+	Team(ctx context.Context, orgID, id string) (*perch.Team, error)
+	UpdateWorkflow(ctx context.Context, orgID, id string, u store.WorkflowUpdate) (before, after *perch.Workflow, err error)
+	Workflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
+	WorkflowRuns(ctx context.Context, orgID, workflowID, status string, page perch.Page) ([]*perch.WorkflowRun, string, error)
+	Workflows(ctx context.Context, orgID string) ([]*perch.Workflow, error)
+}
+
+var _ workflowStore = (*store.Store)(nil)
+
 // The organisation's workflows (docs/DESIGN.md, Workflows and the
 // marketplace): members read them, their
 // runs, and try them; owners and admins change them. The marketplace's side
@@ -99,7 +124,7 @@ func (s *Server) gated(h handlerFunc, flags ...string) handlerFunc {
 // requireFeatures is nil when every one of flags is on for the caller.
 func (s *Server) requireFeatures(r *http.Request, flags ...string) error {
 	u := principal(r).User
-	on, err := s.store.Features(r.Context(), u.ID, u.OrgID)
+	on, err := s.workflowDB.Features(r.Context(), u.ID, u.OrgID)
 	if err != nil {
 		return err
 	}
@@ -242,13 +267,13 @@ func (s *Server) checkTargets(ctx context.Context, orgID string, steps []perch.S
 		var field, problem string
 		switch {
 		case st.Route != nil && st.Route.Scope == perch.ScopeTeam && st.Route.ID != "":
-			_, err = s.store.Team(ctx, orgID, st.Route.ID)
+			_, err = s.workflowDB.Team(ctx, orgID, st.Route.ID)
 			field, problem = fmt.Sprintf("steps[%d].route.id", i), "is not a team of the organisation"
 		case st.Route != nil && st.Route.Scope == perch.ScopeUser && st.Route.ID != "":
-			_, err = s.store.Member(ctx, orgID, st.Route.ID)
+			_, err = s.workflowDB.Member(ctx, orgID, st.Route.ID)
 			field, problem = fmt.Sprintf("steps[%d].route.id", i), "is not a member of the organisation"
 		case st.Email != nil && st.Email.To != "" && st.Email.To != "owners" && st.Email.To != "admins":
-			_, err = s.store.Team(ctx, orgID, st.Email.To)
+			_, err = s.workflowDB.Team(ctx, orgID, st.Email.To)
 			field, problem = fmt.Sprintf("steps[%d].email.to", i), `must be "owners", "admins" or a team of the organisation`
 		default:
 			continue
@@ -300,11 +325,11 @@ func workflowTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type
 
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	orgID := principal(r).User.OrgID
-	ws, err := s.store.Workflows(r.Context(), orgID)
+	ws, err := s.workflowDB.Workflows(r.Context(), orgID)
 	if err != nil {
 		return err
 	}
-	versions, err := s.store.SourceVersions(r.Context(), orgID)
+	versions, err := s.workflowDB.SourceVersions(r.Context(), orgID)
 	if err != nil {
 		return err
 	}
@@ -320,7 +345,7 @@ func (s *Server) respondWorkflow(w http.ResponseWriter, r *http.Request, status 
 	versions := map[string]int{}
 	if wf.Source != nil {
 		var err error
-		if versions, err = s.store.SourceVersions(r.Context(), wf.OrgID); err != nil {
+		if versions, err = s.workflowDB.SourceVersions(r.Context(), wf.OrgID); err != nil {
 			return err
 		}
 	}
@@ -328,7 +353,7 @@ func (s *Server) respondWorkflow(w http.ResponseWriter, r *http.Request, status 
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
-	wf, err := s.store.Workflow(r.Context(), principal(r).User.OrgID, r.PathValue("id"))
+	wf, err := s.workflowDB.Workflow(r.Context(), principal(r).User.OrgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -353,7 +378,7 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if wf.Steps, err = s.sealSteps(wf.Steps, nil); err != nil {
 		return err
 	}
-	made, err := s.store.CreateWorkflow(r.Context(), wf)
+	made, err := s.workflowDB.CreateWorkflow(r.Context(), wf)
 	if err != nil {
 		return err
 	}
@@ -374,7 +399,7 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	orgID := principal(r).User.OrgID
-	current, err := s.store.Workflow(r.Context(), orgID, r.PathValue("id"))
+	current, err := s.workflowDB.Workflow(r.Context(), orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -405,7 +430,7 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 		}
 		u.Steps = &sealed
 	}
-	before, after, err := s.store.UpdateWorkflow(r.Context(), orgID, current.ID, u)
+	before, after, err := s.workflowDB.UpdateWorkflow(r.Context(), orgID, current.ID, u)
 	if err != nil {
 		return err
 	}
@@ -451,7 +476,7 @@ func workflowChanges(before, after *perch.Workflow) map[string]any {
 
 func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	orgID := principal(r).User.OrgID
-	gone, err := s.store.DeleteWorkflow(r.Context(), orgID, r.PathValue("id"))
+	gone, err := s.workflowDB.DeleteWorkflow(r.Context(), orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -466,7 +491,7 @@ func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	runs, next, err := s.store.WorkflowRuns(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.URL.Query().Get("status"), page)
+	runs, next, err := s.workflowDB.WorkflowRuns(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.URL.Query().Get("status"), page)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func (s *Server) listMarketplace(w http.ResponseWriter, r *http.Request) error {
 	if len(q.Get("q")) > 200 {
 		return &perch.Error{Code: perch.EVALIDATION, Message: "The search is too long.", Fields: map[string]string{"q": "must be at most 200 bytes"}}
 	}
-	listings, next, err := s.store.Marketplace(r.Context(), q.Get("q"), q.Get("sort"), page)
+	listings, next, err := s.workflowDB.Marketplace(r.Context(), q.Get("q"), q.Get("sort"), page)
 	if err != nil {
 		return err
 	}
@@ -89,14 +89,14 @@ func (s *Server) listMarketplace(w http.ResponseWriter, r *http.Request) error {
 // read it and switched it on again.
 func (s *Server) installWorkflow(w http.ResponseWriter, r *http.Request) error {
 	u := principal(r).User
-	src, err := s.store.Listing(r.Context(), r.PathValue("id"))
+	src, err := s.workflowDB.Listing(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	if src.Workflow.OrgID == u.OrgID {
 		return perch.Errorf(perch.ECONFLICT, "This is your organisation's own workflow; fork it to make a copy.")
 	}
-	in, err := s.store.InstallWorkflow(r.Context(), u.OrgID, src.Workflow.ID, u.ID)
+	in, err := s.workflowDB.InstallWorkflow(r.Context(), u.OrgID, src.Workflow.ID, u.ID)
 	if err != nil {
 		return err
 	}
@@ -119,14 +119,14 @@ func (s *Server) installWorkflow(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) forkWorkflow(w http.ResponseWriter, r *http.Request) error {
 	u := principal(r).User
 	id := r.PathValue("id")
-	if _, err := s.store.Workflow(r.Context(), u.OrgID, id); perch.ErrorCode(err) == perch.ENOTFOUND {
+	if _, err := s.workflowDB.Workflow(r.Context(), u.OrgID, id); perch.ErrorCode(err) == perch.ENOTFOUND {
 		if err := s.requireFeatures(r, featureMarketplace); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
-	wf, err := s.store.ForkWorkflow(r.Context(), u.OrgID, id, u.ID)
+	wf, err := s.workflowDB.ForkWorkflow(r.Context(), u.OrgID, id, u.ID)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Server) forkWorkflow(w http.ResponseWriter, r *http.Request) error {
 // bumps its version, which installed copies see as an update.
 func (s *Server) publishWorkflow(w http.ResponseWriter, r *http.Request) error {
 	orgID := principal(r).User.OrgID
-	wf, err := s.store.PublishWorkflow(r.Context(), orgID, r.PathValue("id"))
+	wf, err := s.workflowDB.PublishWorkflow(r.Context(), orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

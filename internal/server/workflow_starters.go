@@ -116,5 +116,5 @@ func (s *Server) SeedStarters(ctx context.Context) error {
 }
 
 func (s *Server) seedStarters(ctx context.Context, ws []*perch.Workflow) error {
-	return s.store.SeedStarterWorkflows(ctx, starterAuthor, ws)
+	return s.workflowDB.SeedStarterWorkflows(ctx, starterAuthor, ws)
 }

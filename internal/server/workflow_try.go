@@ -73,7 +73,7 @@ func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u := principal(r).User
-	wf, err := s.store.Workflow(r.Context(), u.OrgID, r.PathValue("id"))
+	wf, err := s.workflowDB.Workflow(r.Context(), u.OrgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -150,13 +150,13 @@ func (s *Server) visibleNotification(ctx context.Context, u *perch.User, id stri
 	if err != nil || n < 1 {
 		return nil, notFound
 	}
-	aud, err := s.store.Audience(ctx, u)
+	aud, err := s.workflowDB.Audience(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	// The first notification the user can see after id-1 is id itself,
 	// when they can see it.
-	list, err := s.store.Notifications(ctx, aud, strconv.FormatInt(n-1, 10), 1)
+	list, err := s.workflowDB.Notifications(ctx, aud, strconv.FormatInt(n-1, 10), 1)
 	if err != nil {
 		return nil, err
 	}
