@@ -366,3 +366,35 @@ func TestServeWarnsWhileTokenlessDeliveriesBroadcast(t *testing.T) {
 		t.Fatalf("a warning with broadcasts off:\n%s", off)
 	}
 }
+
+// TestServeJoinsEveryGoroutine: once serve returns, nothing it started is
+// left running: the writer, the workflow worker, the periodic jobs, the
+// listeners and the WebSocket event loop are all joined. (Not parallel:
+// other tests' goroutines would be counted.)
+func TestServeJoinsEveryGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	env := map[string]string{"PERCH_LISTEN": "127.0.0.1:0", "PERCH_DATABASE_URL": filepath.Join(t.TempDir(), "perch.db")}
+	found := make(chan string, 1)
+	out := &lineWriter{re: regexp.MustCompile(`listening on (http://\S+)`), found: found}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, nil, out, io.Discard)
+	}()
+	select {
+	case base := <-found:
+		waitHealthy(t, base)
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited early: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("serve did not start listening")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections() // the test's own side of its requests
+	goleak.VerifyNone(t, before)
+}

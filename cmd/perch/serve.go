@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/web"
+	"github.com/perch-dev/perch/internal/worker"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -135,6 +137,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	go func() { writer.Run(writerCtx); close(writerDone) }()
 	defer func() { stopWriter(); <-writerDone }()
 
+	// The workflow worker: forwards, e-mail jobs and digests. It stops
+	// before the writer and the store it uses (defers run last first), so
+	// that a digest it is delivering is either written or held again.
+	wk := worker.New(worker.Options{Store: st, Ingest: writer, Mailer: mailer, Secrets: box, Logger: logger,
+		BaseURL: c.BaseURL, AllowPrivate: c.WorkflowPrivate})
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan struct{})
+	go func() { wk.Run(workerCtx); close(workerDone) }()
+	defer func() { stopWorker(); <-workerDone }()
+
 	var wakeups func() error // the wake-up channel between instances, for /readyz
 	if f, ok := fan.(*feed.Feed); ok {
 		wakeups = f.WakeupHealth
@@ -167,7 +179,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		StripeWebhookSecret:      c.Stripe.WebhookSecret,
 		PaddleWebhookSecret:      c.Paddle.WebhookSecret,
 		PricePlans:               pricePlans(c.Stripe.Prices, c.Paddle.Prices),
-		WorkflowAllowPrivate:     c.WorkflowPrivate,
+		Worker:                   wk,
 		SSOAnyDomain:             c.SSOAnyDomain,
 		WakeupHealth:             wakeups,
 		GitHub:                   c.GitHub,
@@ -228,25 +240,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"any organisation's workflow can then call services on Perch's own network")
 	}
 
-	go prune(ctx, st, c.Retention, c.AuditRetention, logger)
-	go billingJobs(ctx, st, srv, logger)
-	go heartbeat(ctx, srv, logger)
-	// The workflow worker stops before the writer and the store it uses,
-	// so that a digest it is delivering is either written or held again.
-	workerCtx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan struct{})
-	go func() { srv.RunWorkflowWorker(workerCtx); close(workerDone) }()
-	defer func() { stopWorker(); <-workerDone }()
+	// Every goroutine started here is joined before run returns: the
+	// periodic jobs end with jobsCtx (on shutdown, or when a listener
+	// fails), and each listener's Serve once its server is shut down or
+	// closed, which every way out of this function does first.
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	var jobs sync.WaitGroup
+	defer func() { stopJobs(); jobs.Wait() }()
+	jobs.Go(func() { prune(jobsCtx, st, c.Retention, c.AuditRetention, logger) })
+	jobs.Go(func() { billingJobs(jobsCtx, st, srv, logger) })
+	jobs.Go(func() { heartbeat(jobsCtx, srv, logger) })
 
 	errc := make(chan error, len(servers))
+	var serving sync.WaitGroup
+	defer serving.Wait()
 	for i, hs := range servers {
-		go func() { errc <- hs.Serve(listeners[i]) }()
+		serving.Go(func() { errc <- hs.Serve(listeners[i]) })
 	}
 	select {
 	case err := <-errc:
 		for _, hs := range servers {
 			hs.Close()
 		}
+		// The server's WebSockets, event loop and mail end as they do on
+		// shutdown.
+		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		srv.Close(cctx)
 		return err
 	case <-ctx.Done():
 	}

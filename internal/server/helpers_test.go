@@ -21,6 +21,7 @@ import (
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/worker"
 )
 
 // fastHashes keep argon2id real but cheap in tests.
@@ -35,6 +36,10 @@ type api struct {
 	limits *ratelimit.Memory
 	logs   *syncWriter
 	mail   *mailtest.Server
+	// worker is the server's workflow worker: tests run its Tick (or Run)
+	// themselves, and setWorker changes its options.
+	worker     *worker.Worker
+	workerOpts worker.Options
 }
 
 // newAPI returns a server over s with generous rate limits; adjust changes
@@ -88,6 +93,10 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	writerDone := make(chan struct{})
 	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
 	t.Cleanup(func() { stopWriter(); <-writerDone })
+	// The worker is built as serve builds it, and not run: tests tick it.
+	wo := worker.Options{Store: s, Ingest: o.Ingest, Mailer: o.Mailer, Secrets: o.Secrets, Logger: logger,
+		BaseURL: o.BaseURL, Now: o.Now}
+	o.Worker = worker.New(wo)
 	srv := New(o)
 	if _, bench := t.(*testing.B); !bench {
 		srv.handler = checkResponses(t, srv, srv.handler)
@@ -97,7 +106,16 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close(context.Background()); unsubscribe() })
-	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs, mail: smtp}
+	return &api{t: t, srv: srv, store: s, clock: clock, limits: limits, logs: logs, mail: smtp, worker: o.Worker, workerOpts: wo}
+}
+
+// setWorker replaces the server's workflow worker with one whose options
+// adjust changed (private addresses allowed, a stub resolver, the poll).
+func (a *api) setWorker(adjust func(*worker.Options)) {
+	o := a.workerOpts
+	adjust(&o)
+	a.worker = worker.New(o)
+	a.srv.worker = a.worker
 }
 
 // response is an answer with its body decoded (apitest.Response).

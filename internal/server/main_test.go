@@ -1,11 +1,14 @@
 package server
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // TestMain runs the package's tests, then requires that they left no
@@ -14,6 +17,10 @@ import (
 func TestMain(m *testing.M) {
 	// Goroutines running before any test are the packages' own from their
 	// initialisation (the WebSocket library's default engine), not leaks.
+	flag.Parse()
+	// Most tests wait on PostgreSQL's fsyncs, mail and sockets more than
+	// they run: four at a time per processor.
+	testenv.ParallelPerProcessor(4)
 	before := goleak.IgnoreCurrent()
 	code := m.Run()
 	if code == 0 {

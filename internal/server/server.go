@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +33,8 @@ import (
 	"github.com/perch-dev/perch/internal/netguard"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/worker"
+	"github.com/perch-dev/perch/internal/wsloop"
 )
 
 // DefaultMaxDeliveryNotifications is how many notifications one delivery may
@@ -97,19 +100,18 @@ type Options struct {
 	// PaymentLimit is the payment receivers' allowance per client address;
 	// zero means DefaultPaymentLimit.
 	PaymentLimit perch.Limit
-	// WorkflowAllowPrivate lets workflow forwards reach loopback, private,
-	// link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE);
-	// tests set it to reach their loopback listeners.
-	WorkflowAllowPrivate bool
+	// Worker carries out the workflows' jobs, which the receivers wake it
+	// for; nil: nothing is woken (the caller's worker polls). Runs records
+	// workflow runs and stats; nil: New makes one, and Close waits for it
+	// either way.
+	Worker *worker.Worker
+	Runs   *worker.Recorder
 	// SSOAnyDomain lets an organisation's identity provider (SAML
 	// just-in-time accounts, SCIM) make accounts for addresses outside the
 	// organisation's verified domains (PERCH_SSO_ANY_DOMAIN), for a
 	// single-company server. Those accounts' mailboxes are still not
 	// proven.
 	SSOAnyDomain bool
-	// WorkflowPoll is how often RunWorkflowWorker looks for due digests
-	// and jobs when nothing wakes it; 0 means the default, 1 s.
-	WorkflowPoll time.Duration
 	// PricePlans maps both providers' price ids to plan slugs.
 	PricePlans map[string]string
 
@@ -157,15 +159,14 @@ type Server struct {
 	fanout  perch.Fanout
 	hub     *hub.Hub
 	ingest  *ingest.Writer
-	sockets sync.WaitGroup              // WebSocket connections being served
-	wsMu    sync.Mutex                  // guards ws
-	ws      *wsPoller                   // the WebSockets' event loop, from the first one on
+	ws      *wsloop.Loop                // the WebSockets' event loop, started by New, stopped by Close
+	wsErr   error                       // why ws could not start: /ws answers it
 	origins *http.CrossOriginProtection // of requests that sign in by cookie
 	tokens  *tokenCache                 // webhook tokens by hash
 	flows   *flows                      // compiled workflows by organisation
-	runs    *runRecorder                // workflow runs and stats, written in batches
+	runs    *worker.Recorder            // workflow runs and stats, written in batches
+	worker  *worker.Worker              // woken when a delivery queued jobs
 	touches *tokenTouches               // webhook tokens' last use, written in batches
-	wake    chan struct{}               // wakes the workflow worker (wakeWorker)
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
 	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
@@ -173,9 +174,9 @@ type Server struct {
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
 
-	// forwardResolver resolves the hosts of the calls out through
-	// netguard (workflow forwards, identity providers' metadata); nil: the
-	// system's. Tests stub it.
+	// forwardResolver resolves the hosts of the server's calls out through
+	// netguard (identity providers' metadata; workflow forwards are the
+	// worker's); nil: the system's. Tests stub it.
 	forwardResolver netguard.Resolver
 
 	probing sync.Mutex // held by the /readyz that is trying a write
@@ -195,7 +196,6 @@ func New(o Options) *Server {
 	}
 	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
 	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
-	o.WorkflowPoll = cmp.Or(o.WorkflowPoll, defaultWorkflowPoll)
 	if o.PaymentLimit.Count <= 0 || o.PaymentLimit.Period <= 0 {
 		o.PaymentLimit = DefaultPaymentLimit
 	}
@@ -221,15 +221,23 @@ func New(o Options) *Server {
 		ingest:  o.Ingest,
 		tokens:  newTokenCache(),
 		flows:   newFlows(),
-		runs:    newRunRecorder(o.Store, o.Logger),
+		runs:    o.Runs,
+		worker:  o.Worker,
 		touches: newTokenTouches(o.Store, o.Logger),
-		wake:    make(chan struct{}, 1),
 		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.MetricsToken)),
 
 		instance: rand.Text(),
 	}
 	s.stores = newStores(o.Store)
+	// The event loop starts with the server, not with the first
+	// WebSocket: a failure is then answered by /ws as it comes.
+	if s.ws, s.wsErr = wsloop.Start(o.Hub, o.Now, s.receipt); s.wsErr != nil {
+		s.wsErr = fmt.Errorf("websocket event loop: %w", s.wsErr)
+	}
+	if s.runs == nil {
+		s.runs = worker.NewRecorder(o.Store, o.Logger)
+	}
 	if s.mailCfg == nil {
 		s.mailCfg = NewMailSettings(o.Store, o.Secrets, nil)
 	}
@@ -297,9 +305,19 @@ func (s *Server) Close(ctx context.Context) error {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}
 	done := make(chan struct{})
-	go func() { s.sockets.Wait(); s.mailing.Wait(); s.runs.wait(); s.touches.wait(); close(done) }()
+	go func() {
+		if s.ws != nil {
+			s.ws.Wait(context.Background())
+		}
+		s.mailing.Wait()
+		s.runs.Wait()
+		s.touches.wait()
+		close(done)
+	}()
 	// The event loop ends last, closing what connections are left.
-	defer s.stopWSPoller()
+	if s.ws != nil {
+		defer s.ws.Stop()
+	}
 	select {
 	case <-done:
 		return nil

@@ -96,7 +96,7 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 			flowed.stored(s.runs, stored)
 			out.Withheld = flowed.held
 			if flowed.jobs {
-				s.wakeWorker()
+				s.worker.Wake()
 			}
 		}
 		writeReceipt(w, out)

@@ -19,6 +19,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
+	"github.com/perch-dev/perch/internal/worker"
 )
 
 // forwarded is one request a test receiver got.
@@ -93,12 +94,12 @@ func queueForward(t *testing.T, a *api, orgID, url, secret string, n perch.Notif
 	if err != nil {
 		t.Fatal(err)
 	}
-	return queueJob(t, a, orgID, store.JobWorkflowForward, forwardJob{WorkflowID: "wf_1", Notification: n, URL: url, Secret: sealed})
+	return queueJob(t, a, orgID, store.JobWorkflowForward, worker.ForwardJob{WorkflowID: "wf_1", Notification: n, URL: url, Secret: sealed})
 }
 
 func tick(t *testing.T, a *api) {
 	t.Helper()
-	if err := a.srv.WorkflowTick(t.Context()); err != nil {
+	if err := a.worker.Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -124,7 +125,8 @@ func pendingJobs(t *testing.T, a *api) map[string]store.Job {
 func TestWorkflowForwardIsSignedAndRetried(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true })
 		owner := a.register("owner")
 		rc := startReceiver(t, http.StatusInternalServerError, http.StatusBadGateway)
 		n := workflowNotification(a, owner.OrgID)
@@ -179,7 +181,8 @@ func TestWorkflowForwardIsSignedAndRetried(t *testing.T) {
 func TestWorkflowForwardFailureIsExplained(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true })
 		owner := a.register("owner")
 		rc := startReceiver(t, http.StatusServiceUnavailable)
 		unsigned := queueForward(t, a, owner.OrgID, rc.url, "", workflowNotification(a, owner.OrgID))
@@ -241,8 +244,10 @@ func (r stubResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr
 func TestWorkflowForwardRefusesPrivateAddresses(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s) // WorkflowAllowPrivate is off
-		a.srv.forwardResolver = stubResolver{"localhost": "127.0.0.1", "metadata.example.com": "169.254.169.254"}
+		a := newAPI(t, s) // AllowPrivate is off
+		a.setWorker(func(o *worker.Options) {
+			o.Resolver = stubResolver{"localhost": "127.0.0.1", "metadata.example.com": "169.254.169.254"}
+		})
 		owner := a.register("owner")
 		cl := listenCounting(t)
 		_, port, _ := net.SplitHostPort(cl.ln.Addr().String())
@@ -319,9 +324,9 @@ func TestWorkflowEmailReachesItsRecipients(t *testing.T) {
 
 		n := workflowNotification(a, owner.OrgID)
 		for _, to := range []string{"owners", "admins", team.ID} {
-			queueJob(t, a, owner.OrgID, store.JobWorkflowEmail, emailJob{WorkflowID: wf.ID, Notification: n, To: to})
+			queueJob(t, a, owner.OrgID, store.JobWorkflowEmail, worker.EmailJob{WorkflowID: wf.ID, Notification: n, To: to})
 		}
-		missing := queueJob(t, a, owner.OrgID, store.JobWorkflowEmail, emailJob{WorkflowID: wf.ID, Notification: n, To: otherTeam.ID})
+		missing := queueJob(t, a, owner.OrgID, store.JobWorkflowEmail, worker.EmailJob{WorkflowID: wf.ID, Notification: n, To: otherTeam.ID})
 		tick(t, a)
 
 		want := map[*account]int{owner: 2, admin: 2, inTeam: 1} // owners+admins; admins+team; team
@@ -391,33 +396,6 @@ func TestWorkflowDigestDeliversOneSummary(t *testing.T) {
 	})
 }
 
-// A summary lists ten titles and counts the rest; it keeps the URL that
-// every held notification shares.
-func TestWorkflowDigestSummaryOfMany(t *testing.T) {
-	t.Parallel()
-	d := &store.Digest{OrgID: "org_1", Key: "k", WindowEnd: time.UnixMilli(1234), More: 5}
-	for i := range 12 {
-		d.Notifications = append(d.Notifications, perch.Notification{Title: "Event " + string(rune('A'+i)), Severity: perch.SeverityInfo,
-			URL: "https://x.example.com", Scope: perch.Scope{Type: perch.ScopeTeam, ID: "team_1"}, Tab: "T", Source: "s"})
-	}
-	d.Notifications[0].Title = strings.Repeat("long ", 100)
-	sum := digestSummary(d)
-	nn := sum.Notification
-	lines := strings.Split(nn.Message, "\n")
-	if len(lines) != 11 || lines[9] != "• Event J" || lines[10] != "… and 7 more" {
-		t.Errorf("message lines %q", lines)
-	}
-	if !strings.HasPrefix(nn.Title, "17 notifications: long long") || len([]rune(nn.Title)) > 200 || !strings.HasSuffix(nn.Title, "…") {
-		t.Errorf("title %q (%d characters)", nn.Title, len([]rune(nn.Title)))
-	}
-	if nn.URL != "https://x.example.com" || nn.Scope != (perch.Scope{Type: perch.ScopeTeam, ID: "team_1"}) || nn.Severity != perch.SeverityInfo {
-		t.Errorf("summary %+v", nn)
-	}
-	if sum.DedupeKey != "digest|org_1|k|1234" {
-		t.Errorf("dedupe key %q", sum.DedupeKey)
-	}
-}
-
 // A digest whose summary cannot be written is not lost: the tick reports
 // the failure, and the next one delivers it.
 func TestWorkflowDigestSurvivesAFailedWrite(t *testing.T) {
@@ -432,16 +410,15 @@ func TestWorkflowDigestSurvivesAFailedWrite(t *testing.T) {
 			}
 		}
 		a.clock.Advance(time.Minute)
-		working := a.srv.ingest
 		stopped := ingest.New(s, a.srv.fanout, a.srv.log)
 		cancelled, cancel := context.WithCancel(t.Context())
 		cancel()
 		stopped.Run(cancelled) // returns at once: every write is ErrStopped
-		a.srv.ingest = stopped
-		if err := a.srv.WorkflowTick(t.Context()); err == nil {
+		a.setWorker(func(o *worker.Options) { o.Ingest = stopped })
+		if err := a.worker.Tick(t.Context()); err == nil {
 			t.Fatal("a tick whose digest could not be written reported no error")
 		}
-		a.srv.ingest = working
+		a.setWorker(func(*worker.Options) {}) // the working writer again
 		a.clock.Advance(time.Millisecond)
 		tick(t, a)
 		tick(t, a)
@@ -465,11 +442,12 @@ func history(t *testing.T, a *api, acc *account) []map[string]any {
 func TestWorkflowJobOfACrashedWorkerIsTakenAfterItsLease(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true })
 		owner := a.register("owner")
 		rc := startReceiver(t)
 		job := queueForward(t, a, owner.OrgID, rc.url, "whsec_x", workflowNotification(a, owner.OrgID))
-		claimed, err := s.ClaimJobs(t.Context(), a.clock.Now(), jobLease, 10) // the crashed worker's claim
+		claimed, err := s.ClaimJobs(t.Context(), a.clock.Now(), worker.JobLease, 10) // the crashed worker's claim
 		if err != nil || len(claimed) != 1 || claimed[0].ID != job.ID {
 			t.Fatalf("claim %+v, %v", claimed, err)
 		}
@@ -477,7 +455,7 @@ func TestWorkflowJobOfACrashedWorkerIsTakenAfterItsLease(t *testing.T) {
 		if got := len(rc.requests()); got != 0 {
 			t.Fatalf("a job under another worker's lease was carried out (%d requests)", got)
 		}
-		a.clock.Advance(jobLease)
+		a.clock.Advance(worker.JobLease)
 		tick(t, a)
 		if reqs := rc.requests(); len(reqs) != 1 || reqs[0].header.Get("X-Perch-Delivery") != job.ID {
 			t.Fatalf("after the lease the receiver got %d requests", len(reqs))
@@ -493,17 +471,18 @@ func TestWorkflowJobOfACrashedWorkerIsTakenAfterItsLease(t *testing.T) {
 func TestWorkflowWorkerWakes(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true; o.WorkflowPoll = time.Hour })
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true; o.Poll = time.Hour })
 		owner := a.register("owner")
 		rc := startReceiver(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		stopped := make(chan struct{})
-		go func() { a.srv.RunWorkflowWorker(ctx); close(stopped) }()
+		go func() { a.worker.Run(ctx); close(stopped) }()
 		defer func() { cancel(); <-stopped }()
 
 		queueForward(t, a, owner.OrgID, rc.url, "whsec_x", workflowNotification(a, owner.OrgID))
-		a.srv.wakeWorker()
-		a.srv.wakeWorker() // a second wake while one is pending does not block
+		a.worker.Wake()
+		a.worker.Wake() // a second wake while one is pending does not block
 		testenv.Eventually(t, 10*time.Second, func() bool { return len(rc.requests()) > 0 }, "the woken worker did not forward")
 	})
 }

@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
-	"strings"
 	"sync"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/worker"
 	"github.com/perch-dev/perch/internal/workflow"
 )
 
@@ -56,55 +54,16 @@ func (s *Server) workflowsChanged(ctx context.Context, orgID string) {
 	}
 }
 
-// Queued work of workflows (store.Job payloads): carried out by the
-// background worker after the notification is stored.
-type (
-	// forwardJob POSTs Notification to URL, signed with the secret.
-	forwardJob struct {
-		WorkflowID   string             `json:"workflow_id"`
-		Notification perch.Notification `json:"notification"`
-		URL          string             `json:"url"`
-		Secret       string             `json:"secret,omitempty"` // sealed, as the workflow keeps it (sealSecret)
-	}
-	// emailJob mails Notification to To: "owners", "admins" or a team id.
-	emailJob struct {
-		WorkflowID   string             `json:"workflow_id"`
-		Notification perch.Notification `json:"notification"`
-		To           string             `json:"to"`
-	}
-)
-
 // sealedPrefix marks a forward secret sealed with the server's key.
-const sealedPrefix = "sealed:"
+const sealedPrefix = worker.SealedPrefix
 
 // sealSecret seals a forward step's secret for the database: workflows and
 // queued jobs keep it only in this form, and the API never shows it.
 func (s *Server) sealSecret(plain string) (string, error) {
-	if plain == "" || strings.HasPrefix(plain, sealedPrefix) {
-		return plain, nil
-	}
-	if s.opts.Secrets == nil {
-		return "", errNoSecretKey
-	}
-	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.opts.Secrets.Seal([]byte(plain))), nil
+	return worker.SealSecret(s.opts.Secrets, plain)
 }
 
 // openSecret reads back what sealSecret made.
 func (s *Server) openSecret(stored string) (string, error) {
-	if stored == "" {
-		return "", nil
-	}
-	enc, ok := strings.CutPrefix(stored, sealedPrefix)
-	if !ok {
-		return "", errors.New("the forward secret is not sealed")
-	}
-	if s.opts.Secrets == nil {
-		return "", errNoSecretKey
-	}
-	raw, err := base64.RawStdEncoding.DecodeString(enc)
-	if err != nil {
-		return "", err
-	}
-	plain, err := s.opts.Secrets.Open(raw)
-	return string(plain), err
+	return worker.OpenSecret(s.opts.Secrets, stored)
 }

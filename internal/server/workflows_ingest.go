@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
+	"github.com/perch-dev/perch/internal/worker"
 	"github.com/perch-dev/perch/internal/workflow"
 )
 
@@ -188,19 +187,19 @@ func (s *Server) checkRoute(ctx context.Context, orgID string, before perch.Noti
 
 func forwardJobOf(orgID, workflowID string, f perch.ForwardStep) store.NotificationJob {
 	return store.NotificationJob{OrgID: orgID, Kind: store.JobWorkflowForward, Payload: func(n perch.Notification) (json.RawMessage, error) {
-		return json.Marshal(forwardJob{WorkflowID: workflowID, Notification: n, URL: f.URL, Secret: f.Secret})
+		return json.Marshal(worker.ForwardJob{WorkflowID: workflowID, Notification: n, URL: f.URL, Secret: f.Secret})
 	}}
 }
 
 func emailJobOf(orgID, workflowID string, e perch.EmailStep) store.NotificationJob {
 	return store.NotificationJob{OrgID: orgID, Kind: store.JobWorkflowEmail, Payload: func(n perch.Notification) (json.RawMessage, error) {
-		return json.Marshal(emailJob{WorkflowID: workflowID, Notification: n, To: e.To})
+		return json.Marshal(worker.EmailJob{WorkflowID: workflowID, Notification: n, To: e.To})
 	}}
 }
 
 // stored records the runs once keep was stored (stored[i] is keep[i]'s
 // outcome): a redelivery's runs are not recorded again.
-func (f *flowed) stored(rec *runRecorder, stored []store.Stored) {
+func (f *flowed) stored(rec *worker.Recorder, stored []store.Stored) {
 	runs := f.other
 	for i, st := range stored {
 		if st.Duplicate || i >= len(f.runs) {
@@ -211,97 +210,5 @@ func (f *flowed) stored(rec *runRecorder, stored []store.Stored) {
 			runs = append(runs, r)
 		}
 	}
-	rec.add(f.orgID, runs, f.stats)
-}
-
-// runRecorder writes workflow runs and stats in the background, in
-// batches: the first run waits runLinger for others to join it, and
-// whatever comes while one batch is written goes in the next, so busy
-// ingest costs a few transactions a second rather than one per
-// notification (on SQLite, each would wait for the one writer that ingest
-// needs). Runs are a record, not the notification: a crash loses at most
-// the batch being gathered.
-type runRecorder struct {
-	store    *store.Store
-	log      *slog.Logger
-	hurry    chan struct{} // ends the wait of a batch at once (wait, Close)
-	mu       sync.Mutex
-	runs     map[string][]*perch.WorkflowRun // by organisation
-	stats    map[string]perch.WorkflowStats
-	flushing bool
-	done     sync.WaitGroup
-}
-
-func newRunRecorder(st *store.Store, log *slog.Logger) *runRecorder {
-	return &runRecorder{store: st, log: log, hurry: make(chan struct{}, 1), runs: map[string][]*perch.WorkflowRun{}, stats: map[string]perch.WorkflowStats{}}
-}
-
-// add queues runs of orgID's workflows and evaluations to count.
-func (rr *runRecorder) add(orgID string, runs []*perch.WorkflowRun, stats map[string]perch.WorkflowStats) {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	if len(runs) > 0 {
-		rr.runs[orgID] = append(rr.runs[orgID], runs...)
-	}
-	for id, d := range stats {
-		st := rr.stats[id]
-		st.Evaluated += d.Evaluated
-		st.Matched += d.Matched
-		st.Failed += d.Failed
-		rr.stats[id] = st
-	}
-	if !rr.flushing && (len(rr.runs) > 0 || len(rr.stats) > 0) {
-		rr.flushing = true
-		rr.done.Add(1)
-		go rr.flush()
-	}
-}
-
-// runLinger is how long a batch of runs gathers before it is written: a
-// second's runs cost one transaction.
-const runLinger = time.Second
-
-// flush writes batches until nothing is waiting.
-func (rr *runRecorder) flush() {
-	defer rr.done.Done()
-	linger := time.NewTimer(runLinger)
-	select {
-	case <-linger.C:
-	case <-rr.hurry:
-		linger.Stop()
-	}
-	for {
-		rr.mu.Lock()
-		runs, stats := rr.runs, rr.stats
-		if len(runs) == 0 && len(stats) == 0 {
-			rr.flushing = false
-			rr.mu.Unlock()
-			return
-		}
-		rr.runs, rr.stats = map[string][]*perch.WorkflowRun{}, map[string]perch.WorkflowStats{}
-		rr.mu.Unlock()
-
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		for orgID, list := range runs {
-			if err := rr.store.AddWorkflowRuns(ctx, orgID, list); err != nil {
-				rr.log.Error("recording workflow runs failed", "org", orgID, "runs", len(list), "err", err)
-			}
-		}
-		if len(stats) > 0 {
-			if err := rr.store.AddWorkflowStats(ctx, stats); err != nil {
-				rr.log.Error("counting workflow evaluations failed", "workflows", len(stats), "err", err)
-			}
-		}
-		cancel()
-	}
-}
-
-// wait writes what was added so far at once, and returns when it is
-// written.
-func (rr *runRecorder) wait() {
-	select {
-	case rr.hurry <- struct{}{}:
-	default:
-	}
-	rr.done.Wait()
+	rec.Add(f.orgID, runs, f.stats)
 }

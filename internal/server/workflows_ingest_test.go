@@ -13,6 +13,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
+	"github.com/perch-dev/perch/internal/worker"
 )
 
 // addWorkflow gives acc's organisation an enabled workflow through the API
@@ -34,7 +35,7 @@ func (a *api) deliver(token string, event map[string]any) map[string]any {
 // delivered so far is recorded.
 func (a *api) runsOf(orgID, workflowID string) []*perch.WorkflowRun {
 	a.t.Helper()
-	a.srv.runs.wait()
+	a.srv.runs.Wait()
 	runs, _, err := a.store.WorkflowRuns(a.t.Context(), orgID, workflowID, "", perch.Page{Limit: 100})
 	if err != nil {
 		a.t.Fatalf("WorkflowRuns: %v", err)
@@ -44,7 +45,7 @@ func (a *api) runsOf(orgID, workflowID string) []*perch.WorkflowRun {
 
 func (a *api) statsOf(orgID, workflowID string) perch.WorkflowStats {
 	a.t.Helper()
-	a.srv.runs.wait()
+	a.srv.runs.Wait()
 	w, err := a.store.Workflow(a.t.Context(), orgID, workflowID)
 	if err != nil {
 		a.t.Fatalf("Workflow: %v", err)
@@ -337,7 +338,8 @@ func TestWorkflowDigestDeliversOneSummaryToTheClient(t *testing.T) {
 func TestWorkflowForwardFromAReceiverIsSignedAndRetried(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.WorkflowAllowPrivate = true })
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true })
 		ada := a.register("Ada")
 		tok := a.webhookToken(ada, "org", "")
 		rc := startReceiver(t, 502, 503)

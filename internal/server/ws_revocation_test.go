@@ -12,6 +12,7 @@ import (
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/wsloop"
 )
 
 // signIn starts another sign-in of acc and returns its tokens.
@@ -140,8 +141,8 @@ func TestSocketEndsWhenItsAccessTokenExpires(t *testing.T) {
 	// The socket's timer looks at the server's clock when the token's last
 	// 300 ms have passed; move the clock past the expiry.
 	a.clock.Advance(time.Second)
-	if got := short.closeStatus(); got != statusTokenExpired {
-		t.Fatalf("closed with %v, want %v", got, statusTokenExpired)
+	if got := short.closeStatus(); got != wsloop.StatusTokenExpired {
+		t.Fatalf("closed with %v, want %v", got, wsloop.StatusTokenExpired)
 	}
 	a.stillLive(hook, "later", script)
 }

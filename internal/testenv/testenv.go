@@ -5,9 +5,11 @@ package testenv
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -75,4 +77,18 @@ func WebhookCases(tb testing.TB) (dir string, cases []WebhookCase) {
 		tb.Fatal("EXPECTED.json lists no cases")
 	}
 	return dir, expected.Cases
+}
+
+// ParallelPerProcessor lets a package's parallel tests run perProcessor
+// per processor at once unless the command line gave -parallel. Call it in
+// TestMain, after flag.Parse. For packages whose tests mostly wait on a
+// database server's fsyncs or on each other's sockets, not on this
+// process's processor: go test's default, one per processor, leaves two
+// cores idle behind those waits.
+func ParallelPerProcessor(perProcessor int) {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(perProcessor*runtime.GOMAXPROCS(0)))
+	}
 }

@@ -2,11 +2,11 @@ package storetest_test
 
 import (
 	"flag"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // TestMain runs the suite four tests per processor unless -parallel says
@@ -20,10 +20,6 @@ import (
 // took 317 s at go test's default (-parallel 2, GOMAXPROCS) and 98 s at 8.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
-	}
+	testenv.ParallelPerProcessor(4)
 	goleak.VerifyTestMain(m)
 }

@@ -1,6 +1,13 @@
-package server
+// Package wsloop holds this instance's WebSocket connections in an event
+// loop (lesismal/nbio): an idle connection is a descriptor in epoll and a
+// few small structs, not a goroutine. The /ws handler authenticates a
+// request and hands it to Loop.Upgrade, with the client's audience; the
+// loop joins it to the hub, writes what the hub queues for it, pings it,
+// and hands what the client sends to the handler's callback.
+package wsloop
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,15 +21,18 @@ import (
 	"github.com/lesismal/nbio/logging"
 	"github.com/lesismal/nbio/nbhttp"
 	"github.com/lesismal/nbio/nbhttp/websocket"
+
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/hub"
 )
 
-// Limits of the poller that holds upgraded connections.
+// Limits of the loop that holds upgraded connections.
 const (
 	// Bytes a connection may have waiting to be sent beyond what its
 	// socket's kernel buffer holds; past that the client is too slow, and
 	// the connection is cut (a close frame could not reach it anyway).
 	wsMaxUnsent = 1 << 20
-	// Frames a connection that did not go to the poller (see wsHijacker)
+	// Frames a connection that did not go to the loop (see hijacker)
 	// may have queued in the library's writer.
 	wsMaxQueued = 4096
 	// Sockets a writer takes from the ready list at a time.
@@ -31,12 +41,16 @@ const (
 	wsWriteChunk = 64 << 10
 )
 
-// wsPoller holds this instance's upgraded WebSocket connections in
+// Loop holds this instance's upgraded WebSocket connections in
 // nbio's event loop: an idle connection is a file descriptor in epoll and a
 // few small structs, not a goroutine. A goroutine is taken only while a
 // connection's frames are being read (the library's handler pool) or
 // written (the writers below, a fixed number of them).
-type wsPoller struct {
+type Loop struct {
+	hub     *hub.Hub
+	now     func() time.Time
+	receive func(a *perch.Audience, data []byte)
+
 	engine   *nbhttp.Engine
 	upgrader websocket.Upgrader // the settings each connection's is copied from
 
@@ -55,16 +69,28 @@ type wsPoller struct {
 	}
 
 	mu      sync.Mutex
-	ready   []*socket // sockets with frames waiting, for the writers
+	ready   []*Socket // sockets with frames waiting, for the writers
 	wake    *sync.Cond
 	stopped bool
 	writers sync.WaitGroup
+
+	sockets  sync.WaitGroup // connections being served, and their receipts
+	stopOnce sync.Once
 }
 
 var quietLibrary sync.Once
 
-// newWSPoller starts the event loop and the writers.
-func newWSPoller() (*wsPoller, error) {
+// Start starts the event loop and its writers. Connections join h; now is
+// the clock their access tokens expire by (nil: time.Now); receive is given
+// each message a client sends, with the client's audience, one after
+// another per connection on a goroutine of the connection's own (never in
+// the event loop, which must not wait for the database), and a client that
+// sends more than a few before they are done loses the rest. Stop ends
+// them.
+func Start(h *hub.Hub, now func() time.Time, receive func(a *perch.Audience, data []byte)) (*Loop, error) {
+	if now == nil {
+		now = time.Now
+	}
 	quietLibrary.Do(func() { logging.SetLogger(libraryLog{}) })
 	engine := nbhttp.NewEngine(nbhttp.Config{
 		Name: "perch-ws",
@@ -87,7 +113,7 @@ func newWSPoller() (*wsPoller, error) {
 	if err := engine.Start(); err != nil {
 		return nil, err
 	}
-	p := &wsPoller{engine: engine, answered: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &Loop{hub: h, now: now, receive: receive, engine: engine, answered: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := p.startBarrier(); err != nil {
 		engine.Stop()
 		return nil, err
@@ -97,7 +123,7 @@ func newWSPoller() (*wsPoller, error) {
 	p.upgrader.Engine = engine
 	p.upgrader.MessageLengthLimit = wsReadLimit
 	p.upgrader.KeepaliveTime = wsPongWait // every frame from the client, pongs included, moves the read deadline on
-	p.upgrader.CheckOrigin = nil          // checked before the upgrade, in the error shape
+	p.upgrader.CheckOrigin = nil          // checked by the handler, before the upgrade, in its error shape
 	p.upgrader.BlockingModAsyncWrite = true
 	p.upgrader.BlockingModSendQueueMaxSize = wsMaxQueued
 	for range runtime.GOMAXPROCS(0) {
@@ -148,7 +174,7 @@ func checkMasked(c *nbio.Conn, data []byte) {
 // number and added before the loop gets to that event would be closed by
 // it. Adding a connection only once every batch taken before its number
 // was given out is done makes that impossible.
-func (p *wsPoller) startBarrier() error {
+func (p *Loop) startBarrier() error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -188,7 +214,7 @@ func (p *wsPoller) startBarrier() error {
 // settle returns once the loop has dealt with every event it had taken
 // when settle was called: it knocks on the pair and waits for the loop to
 // read the knock, which comes in a later batch.
-func (p *wsPoller) settle() {
+func (p *Loop) settle() {
 	p.barrier.Lock()
 	defer p.barrier.Unlock()
 	if _, err := p.knock.Write([]byte{0}); err != nil {
@@ -209,7 +235,7 @@ func fileConn(fd int) (net.Conn, error) {
 // frame returns data as the WebSocket text message the library would write:
 // a server's frames are not masked, so these bytes are the same for every
 // connection, and one notification is framed once for all its clients.
-func (p *wsPoller) frame(data []byte) []byte {
+func (p *Loop) frame(data []byte) []byte {
 	f := &p.framing
 	f.Lock()
 	defer f.Unlock()
@@ -237,8 +263,8 @@ func (b *frameBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ready hands so to a writer: it has frames waiting or must be closed.
-func (p *wsPoller) submit(so *socket) {
+// submit hands so to a writer: it has frames waiting or must be closed.
+func (p *Loop) submit(so *Socket) {
 	p.mu.Lock()
 	p.ready = append(p.ready, so)
 	p.mu.Unlock()
@@ -246,11 +272,11 @@ func (p *wsPoller) submit(so *socket) {
 }
 
 // write is one writer: it drains sockets as they become ready. Writes to
-// the poller's connections never block (what the socket cannot take now
+// the loop's connections never block (what the socket cannot take now
 // waits in the library, up to wsMaxUnsent), so two writers keep up with
 // every socket of the instance, and a slow one holds up no other.
-func (p *wsPoller) write() {
-	var batch []*socket
+func (p *Loop) write() {
+	var batch []*Socket
 	for {
 		p.mu.Lock()
 		for len(p.ready) == 0 && !p.stopped {
@@ -274,15 +300,31 @@ func (p *wsPoller) write() {
 		// after them all gets them in one write rather than one each.
 		runtime.Gosched()
 		for _, so := range batch {
-			so.drain()
+			so.Drain()
 		}
 		clear(batch)
 	}
 }
 
-// stop ends the writers, once what is ready is written, and the event
-// loop, which closes whatever connections are left.
-func (p *wsPoller) stop() {
+// Wait returns once every connection has ended and its read receipts are
+// carried out, or ctx ends.
+func (p *Loop) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.sockets.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop ends the writers, once what is ready is written, and the event
+// loop, which closes whatever connections are left. Calls after the first
+// do nothing.
+func (p *Loop) Stop() { p.stopOnce.Do(p.stop) }
+
+func (p *Loop) stop() {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package wsloop
 
 import (
 	"bufio"
@@ -9,19 +9,19 @@ import (
 	"net/http"
 )
 
-// wsHijacker is the ResponseWriter the WebSocket library upgrades through.
+// hijacker is the ResponseWriter the WebSocket library upgrades through.
 // It holds back the plain-text refusal the library would write for a
 // request it will not upgrade, so that the refusal is answered in the error
 // shape, and it keeps the frames a client sent in the same write as its
 // handshake.
-type wsHijacker struct {
+type hijacker struct {
 	http.ResponseWriter
 	refused  int          // the status of the library's refusal
 	reason   bytes.Buffer // and its text
 	hijacked bool         // the connection is the library's now
 }
 
-func (h *wsHijacker) WriteHeader(code int) {
+func (h *hijacker) WriteHeader(code int) {
 	if code >= 400 {
 		h.refused = code
 		return
@@ -29,7 +29,7 @@ func (h *wsHijacker) WriteHeader(code int) {
 	h.ResponseWriter.WriteHeader(code)
 }
 
-func (h *wsHijacker) Write(b []byte) (int, error) {
+func (h *hijacker) Write(b []byte) (int, error) {
 	if h.refused != 0 {
 		return h.reason.Write(b)
 	}
@@ -43,7 +43,7 @@ func (h *wsHijacker) Write(b []byte) (int, error) {
 // move into the event loop, so it reads that one connection with a
 // goroutine of its own. Clients that wait for the handshake's answer, as
 // RFC 6455 §4.1 says they must, never cost one.
-func (h *wsHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (h *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
@@ -158,6 +158,6 @@ func (f *clientFrames) masked(data []byte) bool {
 var unmaskedClose = func() []byte {
 	reason := "frames from a client must be masked"
 	f := []byte{0x88, byte(2 + len(reason))}
-	f = binary.BigEndian.AppendUint16(f, statusProtocolError)
+	f = binary.BigEndian.AppendUint16(f, StatusProtocolError)
 	return append(f, reason...)
 }()

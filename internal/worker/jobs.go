@@ -1,4 +1,4 @@
-package server
+package worker
 
 import (
 	"bytes"
@@ -22,72 +22,42 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
+// JobLease is how long a job's worker may take before another worker
+// claims the job.
+const JobLease = time.Minute
+
 // The workflow worker's pace and bounds.
 const (
-	defaultWorkflowPoll = time.Second
-	jobLease            = time.Minute // a job's worker may take this long before another claims it
-	jobBatch            = 20          // jobs claimed per tick
-	jobConcurrency      = 4           // jobs carried out at once
-	digestBatch         = 100         // digests delivered per tick
-	digestLines         = 10          // held titles a summary lists
-	maxSummaryTitle     = 200         // characters, as the receivers keep a title
-	maxErrorBody        = 200         // bytes of a refusing receiver's answer kept in the job's error
-	holdAgainTimeout    = 30 * time.Second
+	defaultPoll      = time.Second
+	mailTimeout      = time.Minute // of one message
+	jobBatch         = 20          // jobs claimed per tick
+	jobConcurrency   = 4           // jobs carried out at once
+	digestBatch      = 100         // digests delivered per tick
+	digestLines      = 10          // held titles a summary lists
+	maxSummaryTitle  = 200         // characters, as the receivers keep a title
+	maxErrorBody     = 200         // bytes of a refusing receiver's answer kept in the job's error
+	holdAgainTimeout = 30 * time.Second
 )
 
-// wakeWorker has the workflow worker look for work now rather than at its
-// next poll: ingest calls it after queueing jobs. It never blocks; a wake
-// already pending covers this one.
-func (s *Server) wakeWorker() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// RunWorkflowWorker carries out the workflows' background work (WorkflowTick)
-// when woken and every Options.WorkflowPoll, until ctx ends. Errors are
-// logged; the worker keeps going. Every instance runs one: the store hands
-// each digest and job to one of them.
-func (s *Server) RunWorkflowWorker(ctx context.Context) {
-	poll := s.opts.WorkflowPoll
-	if poll <= 0 {
-		poll = defaultWorkflowPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.wake:
-		}
-		if err := s.WorkflowTick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("the workflow worker failed; it tries again at its next tick", "err", err)
-		}
-	}
-}
-
-// WorkflowTick is one pass of the workflow worker: it delivers the digests
+// Tick is one pass of the workflow worker: it delivers the digests
 // whose window ended, one summary notification each, and carries out up to
 // 20 due jobs (forwards and e-mail), 4 at a time, completing each one that
 // succeeds and scheduling a retry of each one that fails. A failed job is
 // not an error of the tick; failing to reach the store, or to deliver a
 // digest, is.
-func (s *Server) WorkflowTick(ctx context.Context) error {
-	return errors.Join(s.deliverDigests(ctx), s.runJobs(ctx))
+func (wk *Worker) Tick(ctx context.Context) error {
+	return errors.Join(wk.deliverDigests(ctx), wk.runJobs(ctx))
 }
 
 // deliverDigests claims the due digests and delivers each.
-func (s *Server) deliverDigests(ctx context.Context) error {
-	due, err := s.store.DueDigests(ctx, s.now(), digestBatch)
+func (wk *Worker) deliverDigests(ctx context.Context) error {
+	due, err := wk.store.DueDigests(ctx, wk.now(), digestBatch)
 	if err != nil {
 		return fmt.Errorf("claiming due digests: %w", err)
 	}
 	var errs []error
 	for _, d := range due {
-		errs = append(errs, s.deliverDigest(ctx, d))
+		errs = append(errs, wk.deliverDigest(ctx, d))
 	}
 	return errors.Join(errs...)
 }
@@ -97,12 +67,12 @@ func (s *Server) deliverDigests(ctx context.Context) error {
 // when the write fails, its notifications are held again under the same key
 // for a millisecond, so that the next tick tries again (they join the
 // key's newer digest instead, if one has started since).
-func (s *Server) deliverDigest(ctx context.Context, d *store.Digest) error {
+func (wk *Worker) deliverDigest(ctx context.Context, d *store.Digest) error {
 	if len(d.Notifications) == 0 {
 		return nil // a digest starts with a notification held: never expected
 	}
-	if _, err := s.ingest.Write(ctx, digestSummary(d)); err != nil {
-		s.holdAgain(ctx, d)
+	if _, err := wk.ingest.Write(ctx, digestSummary(d)); err != nil {
+		wk.holdAgain(ctx, d)
 		return fmt.Errorf("delivering a digest of organisation %s: %w", d.OrgID, err)
 	}
 	return nil
@@ -111,18 +81,18 @@ func (s *Server) deliverDigest(ctx context.Context, d *store.Digest) error {
 // holdAgain puts back the notifications of a digest whose summary could
 // not be written. Those beyond store.MaxDigestNotifications were only
 // counted, and that count is not put back.
-func (s *Server) holdAgain(ctx context.Context, d *store.Digest) {
+func (wk *Worker) holdAgain(ctx context.Context, d *store.Digest) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdAgainTimeout)
 	defer cancel()
 	for i, n := range d.Notifications {
-		if _, err := s.store.HoldForDigest(ctx, d.OrgID, d.Key, time.Millisecond, n, s.now()); err != nil {
-			s.log.Error("holding a digest's notifications again failed; they are lost", "org", d.OrgID,
+		if _, err := wk.store.HoldForDigest(ctx, d.OrgID, d.Key, time.Millisecond, n, wk.now()); err != nil {
+			wk.log.Error("holding a digest's notifications again failed; they are lost", "org", d.OrgID,
 				"lost", len(d.Notifications)-i+d.More, "err", err)
 			return
 		}
 	}
 	if d.More > 0 {
-		s.log.Warn("a digest held again no longer counts the notifications beyond those it kept", "org", d.OrgID, "uncounted", d.More)
+		wk.log.Warn("a digest held again no longer counts the notifications beyond those it kept", "org", d.OrgID, "uncounted", d.More)
 	}
 }
 
@@ -181,8 +151,8 @@ func clipRunes(s string, n int) string {
 }
 
 // runJobs claims due jobs and carries them out, jobConcurrency at a time.
-func (s *Server) runJobs(ctx context.Context) error {
-	jobs, err := s.store.ClaimJobs(ctx, s.now(), jobLease, jobBatch)
+func (wk *Worker) runJobs(ctx context.Context) error {
+	jobs, err := wk.store.ClaimJobs(ctx, wk.now(), JobLease, jobBatch)
 	if err != nil {
 		return fmt.Errorf("claiming workflow jobs: %w", err)
 	}
@@ -191,7 +161,7 @@ func (s *Server) runJobs(ctx context.Context) error {
 	}
 	// One client per tick: its connections are reused between the tick's
 	// forwards and closed when it ends.
-	guard := &netguard.Guard{AllowPrivate: s.opts.WorkflowAllowPrivate, Resolver: s.forwardResolver}
+	guard := &netguard.Guard{AllowPrivate: wk.opts.AllowPrivate, Resolver: wk.opts.Resolver}
 	client := guard.Client(perch.WorkflowForwardTimeout)
 	defer client.CloseIdleConnections()
 	errs := make([]error, len(jobs))
@@ -201,7 +171,7 @@ func (s *Server) runJobs(ctx context.Context) error {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			errs[i] = s.runJob(ctx, client, j)
+			errs[i] = wk.runJob(ctx, client, j)
 		})
 	}
 	wg.Wait()
@@ -212,13 +182,13 @@ func (s *Server) runJobs(ctx context.Context) error {
 // to retry later. Only failing to record it is an error. A job cut short
 // because ctx ended (the instance is stopping) is left as it is: its lease
 // ends and another worker takes it.
-func (s *Server) runJob(ctx context.Context, client *http.Client, j store.Job) error {
+func (wk *Worker) runJob(ctx context.Context, client *http.Client, j store.Job) error {
 	var err error
 	switch j.Kind {
 	case store.JobWorkflowForward:
-		err = s.forward(ctx, client, j)
+		err = wk.forward(ctx, client, j)
 	case store.JobWorkflowEmail:
-		err = s.emailJob(ctx, j)
+		err = wk.emailJob(ctx, j)
 	default:
 		err = fmt.Errorf("this version of Perch does not know jobs of kind %q", j.Kind)
 	}
@@ -226,22 +196,22 @@ func (s *Server) runJob(ctx context.Context, client *http.Client, j store.Job) e
 		return nil
 	}
 	if err == nil {
-		if err := s.store.CompleteJob(ctx, j.ID); err != nil && perch.ErrorCode(err) != perch.ENOTFOUND {
+		if err := wk.store.CompleteJob(ctx, j.ID); err != nil && perch.ErrorCode(err) != perch.ENOTFOUND {
 			return fmt.Errorf("completing job %s: %w", j.ID, err)
 		}
 		return nil
 	}
-	gaveUp, rerr := s.store.RetryJob(ctx, j.ID, err.Error(), s.now())
+	gaveUp, rerr := wk.store.RetryJob(ctx, j.ID, err.Error(), wk.now())
 	switch {
 	case rerr != nil && perch.ErrorCode(rerr) == perch.ENOTFOUND:
 		return nil // done by a worker that took it after its lease ended
 	case rerr != nil:
 		return fmt.Errorf("recording the failure of job %s (%s): %w", j.ID, err, rerr)
 	case gaveUp:
-		s.log.Warn("a workflow job was given up after failing for "+perch.WorkflowRetryFor.String(),
+		wk.log.Warn("a workflow job was given up after failing for "+perch.WorkflowRetryFor.String(),
 			"job", j.ID, "org", j.OrgID, "kind", j.Kind, "attempts", j.Attempts+1, "err", err)
 	default:
-		s.log.Info("a workflow job failed; it will be retried", "job", j.ID, "org", j.OrgID, "kind", j.Kind,
+		wk.log.Info("a workflow job failed; it will be retried", "job", j.ID, "org", j.OrgID, "kind", j.Kind,
 			"attempts", j.Attempts+1, "err", err)
 	}
 	return nil
@@ -252,8 +222,8 @@ func (s *Server) runJob(ctx context.Context, client *http.Client, j store.Job) e
 // secret. A 2xx answer is success; anything else is a failure whose text
 // says why (a refused address, no answer in time, the status and the start
 // of the body).
-func (s *Server) forward(ctx context.Context, client *http.Client, j store.Job) error {
-	var p forwardJob
+func (wk *Worker) forward(ctx context.Context, client *http.Client, j store.Job) error {
+	var p ForwardJob
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return fmt.Errorf("the forward job cannot be read: %v", err)
 	}
@@ -261,7 +231,7 @@ func (s *Server) forward(ctx context.Context, client *http.Client, j store.Job) 
 	if err != nil {
 		return fmt.Errorf("the notification cannot be written as JSON: %v", err)
 	}
-	secret, err := s.openSecret(p.Secret)
+	secret, err := OpenSecret(wk.opts.Secrets, p.Secret)
 	if err != nil {
 		return fmt.Errorf("the forward's secret cannot be read: %v", err)
 	}
@@ -274,7 +244,7 @@ func (s *Server) forward(ctx context.Context, client *http.Client, j store.Job) 
 	req.Header.Set("X-Perch-Workflow", p.WorkflowID)
 	req.Header.Set("X-Perch-Delivery", j.ID)
 	if secret != "" {
-		req.Header.Set("X-Perch-Signature", netguard.Sign(secret, body, s.now()))
+		req.Header.Set("X-Perch-Signature", netguard.Sign(secret, body, wk.now()))
 	}
 	res, err := client.Do(req)
 	if err != nil {
@@ -327,32 +297,32 @@ func isTimeout(err error) bool {
 // emailJob mails the notification of an e-mail job to each of its
 // recipients, one message each. A send that fails fails the job, and the
 // retry mails every recipient again.
-func (s *Server) emailJob(ctx context.Context, j store.Job) error {
-	var p emailJob
+func (wk *Worker) emailJob(ctx context.Context, j store.Job) error {
+	var p EmailJob
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return fmt.Errorf("the e-mail job cannot be read: %v", err)
 	}
-	if s.mailer == nil {
+	if wk.mailer == nil {
 		return errors.New("no mailer is configured")
 	}
-	to, err := s.workflowRecipients(ctx, j.OrgID, p.To)
+	to, err := wk.workflowRecipients(ctx, j.OrgID, p.To)
 	if err != nil {
 		return err
 	}
 	name := p.WorkflowID
-	if w, err := s.store.Workflow(ctx, j.OrgID, p.WorkflowID); err == nil {
+	if w, err := wk.store.Workflow(ctx, j.OrgID, p.WorkflowID); err == nil {
 		name = w.Name
 	} // a workflow deleted since is named by its id
 	n := p.Notification
 	link := n.URL
 	if link == "" || !perch.ValidURL(link) { // the rule of every notification's link
-		link = s.opts.BaseURL
+		link = wk.opts.BaseURL
 	}
 	var failed []string
 	var last error
 	for _, addr := range to {
 		sendCtx, cancel := context.WithTimeout(ctx, mailTimeout)
-		err := s.mailer.Send(sendCtx, mail.WorkflowNotification(addr, n.Title, n.Message, n.Severity, n.Source, link, name))
+		err := wk.mailer.Send(sendCtx, mail.WorkflowNotification(addr, n.Title, n.Message, n.Severity, n.Source, link, name))
 		cancel()
 		if err != nil {
 			failed, last = append(failed, addr), err
@@ -367,8 +337,8 @@ func (s *Server) emailJob(ctx context.Context, j store.Job) error {
 // workflowRecipients are the addresses an e-mail step's to means in orgID:
 // "owners", "admins" (owners and admins) or the members of one of its
 // teams; only enabled accounts, each address once.
-func (s *Server) workflowRecipients(ctx context.Context, orgID, to string) ([]string, error) {
-	active, err := s.activeMembers(ctx, orgID)
+func (wk *Worker) workflowRecipients(ctx context.Context, orgID, to string) ([]string, error) {
+	active, err := wk.activeMembers(ctx, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("finding the recipients: %w", err)
 	}
@@ -381,7 +351,7 @@ func (s *Server) workflowRecipients(ctx context.Context, orgID, to string) ([]st
 			}
 		}
 	default:
-		team, err := s.store.Team(ctx, orgID, to)
+		team, err := wk.store.Team(ctx, orgID, to)
 		if perch.ErrorCode(err) == perch.ENOTFOUND {
 			return nil, fmt.Errorf("the team %s the e-mail step names is not in the organisation (any more)", to)
 		}
@@ -407,12 +377,12 @@ func (s *Server) workflowRecipients(ctx context.Context, orgID, to string) ([]st
 }
 
 // activeMembers are orgID's enabled accounts by id.
-func (s *Server) activeMembers(ctx context.Context, orgID string) (map[string]*store.SCIMUser, error) {
+func (wk *Worker) activeMembers(ctx context.Context, orgID string) (map[string]*store.SCIMUser, error) {
 	const page = 500
 	out := map[string]*store.SCIMUser{}
 	enabled := []store.SCIMCondition{{Field: store.SCIMActive, Bool: true}}
 	for offset := 0; ; offset += page {
-		users, total, err := s.store.SCIMUsers(ctx, orgID, enabled, offset, page)
+		users, total, err := wk.store.SCIMUsers(ctx, orgID, enabled, offset, page)
 		if err != nil {
 			return nil, err
 		}
