@@ -13,8 +13,8 @@ import (
 )
 
 // adminStore is what the platform admins' handlers need from storage: users,
-// organisations, feature flags, metrics, the audit log, the catalog and the
-// newsletter.
+// organisations, feature flags, metrics, the audit log, the catalog, the
+// stored e-mail settings and the newsletter.
 type adminStore interface {
 	AdminOrg(ctx context.Context, id string) (*perch.AdminOrgDetail, error)
 	AdminUser(ctx context.Context, id string) (*perch.AdminUser, error)
@@ -36,6 +36,7 @@ type adminStore interface {
 	Orgs(ctx context.Context, q string, page perch.Page) ([]*perch.AdminOrg, string, error)
 	Plans(ctx context.Context) ([]*perch.Plan, error)
 	PlansWithSubscribers(ctx context.Context) ([]*perch.AdminPlan, error)
+	PutEmailSettings(ctx context.Context, e store.EmailSettings, keepPassword bool) (*store.EmailSettings, error)
 	SetNewsletter(ctx context.Context, userID string, on bool) (changed bool, err error)
 	UpdateAnnouncement(ctx context.Context, id string, upd perch.AnnouncementUpdate) (*perch.Announcement, error)
 	UpdateFeatureFlag(ctx context.Context, key string, u perch.FeatureUpdate) (before, after *perch.FeatureFlag, err error)

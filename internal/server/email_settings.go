@@ -133,7 +133,7 @@ func (s *Server) putEmailConfig(w http.ResponseWriter, r *http.Request) error {
 		}
 		sealed = s.opts.Secrets.Seal([]byte(*in.Password))
 	}
-	_, err := s.store.PutEmailSettings(r.Context(), store.EmailSettings{Host: in.Host, Port: in.Port, Username: in.Username,
+	_, err := s.adminDB.PutEmailSettings(r.Context(), store.EmailSettings{Host: in.Host, Port: in.Port, Username: in.Username,
 		SealedPassword: sealed, From: in.From, TLS: in.TLS}, keep)
 	if err != nil {
 		return err

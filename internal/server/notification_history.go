@@ -16,6 +16,7 @@ type notificationStore interface {
 	Audience(ctx context.Context, u *perch.User) (*perch.Audience, error)
 	MarkRead(ctx context.Context, u *perch.User, ids []string, all bool) ([]string, error)
 	Notifications(ctx context.Context, a *perch.Audience, since string, limit int) ([]*perch.Notification, error)
+	ReplayStart(ctx context.Context, since string) (after int64, gap bool, err error)
 	User(ctx context.Context, id string) (*perch.User, error)
 }
 

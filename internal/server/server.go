@@ -143,7 +143,6 @@ type Options struct {
 // Server is Perch's HTTP handler.
 type Server struct {
 	stores  // storage, by what each handler group needs of it (stores.go)
-	store   *store.Store
 	log     *slog.Logger
 	limiter perch.RateLimiter
 	metrics *metrics
@@ -206,7 +205,6 @@ func New(o Options) *Server {
 		o.LookupTXT = net.DefaultResolver.LookupTXT
 	}
 	s := &Server{
-		store:   o.Store,
 		log:     o.Logger,
 		limiter: o.Limiter,
 		metrics: newMetrics(o.Metrics, o.Ingest, o.Hub),

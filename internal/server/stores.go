@@ -20,12 +20,12 @@ type stores struct {
 	accountDB      accountStore      // account_*.go
 	orgDB          orgStore          // org*.go
 	webhookDB      webhookStore      // webhook_*.go
-	notificationDB notificationStore // notification_*.go
-	workflowDB     workflowStore     // workflow_*.go
+	notificationDB notificationStore // notification_*.go, ws.go (replay)
+	workflowDB     workflowStore     // workflow_*.go, workflows*.go
 	billingDB      billingStore      // billing*.go
 	ssoDB          ssoStore          // saml*.go, sso_*.go
 	scimDB         scimStore         // scim*.go
-	adminDB        adminStore        // admin_*.go
+	adminDB        adminStore        // admin_*.go, email_settings.go
 	healthDB       healthStore       // health.go
 
 	// storeNow is the store's clock (store.Store.Now, a field tests

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
@@ -23,8 +24,10 @@ type workflowStore interface {
 	Audience(ctx context.Context, u *perch.User) (*perch.Audience, error)
 	CreateWorkflow(ctx context.Context, w *perch.Workflow) (*perch.Workflow, error)
 	DeleteWorkflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
+	EnabledWorkflows(ctx context.Context, orgID string) ([]*perch.Workflow, error)
 	Features(ctx context.Context, userID, orgID string) (map[string]bool, error)
 	ForkWorkflow(ctx context.Context, orgID, id, createdBy string) (*perch.Workflow, error)
+	HoldForDigest(ctx context.Context, orgID, key string, window time.Duration, n perch.Notification, now time.Time) (time.Time, error)
 	InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy string) (*store.Installed, error)
 	Listing(ctx context.Context, id string) (*store.Listing, error)
 	Marketplace(ctx context.Context, q, sort string, page perch.Page) ([]*store.Listing, string, error)
@@ -34,6 +37,7 @@ type workflowStore interface {
 	SeedStarterWorkflows(ctx context.Context, author string, ws []*perch.Workflow) error
 	SourceVersions(ctx context.Context, orgID string) (map[string]int, error)
 	Team(ctx context.Context, orgID, id string) (*perch.Team, error)
+	Throttle(ctx context.Context, orgID, key string, max int, per time.Duration, now time.Time) (bool, error)
 	UpdateWorkflow(ctx context.Context, orgID, id string, u store.WorkflowUpdate) (before, after *perch.Workflow, err error)
 	Workflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
 	WorkflowRuns(ctx context.Context, orgID, workflowID, status string, page perch.Page) ([]*perch.WorkflowRun, string, error)

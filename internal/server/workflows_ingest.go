@@ -23,7 +23,7 @@ func (s *Server) programs(ctx context.Context, orgID string) ([]flow, error) {
 	if ok {
 		return list, nil
 	}
-	ws, err := s.store.EnabledWorkflows(ctx, orgID)
+	ws, err := s.workflowDB.EnabledWorkflows(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +81,10 @@ func (s *Server) applyWorkflows(ctx context.Context, orgID string, body []byte, 
 	out := &flowed{orgID: orgID, keep: batch[:0:0], stats: make(map[string]perch.WorkflowStats, len(list))}
 	hooks := workflow.Hooks{
 		Throttle: func(ctx context.Context, key string, max int, per time.Duration) (bool, error) {
-			return s.store.Throttle(ctx, orgID, key, max, per, now)
+			return s.workflowDB.Throttle(ctx, orgID, key, max, per, now)
 		},
 		Digest: func(ctx context.Context, key string, window time.Duration, n perch.Notification) error {
-			_, err := s.store.HoldForDigest(ctx, orgID, key, window, n, now)
+			_, err := s.workflowDB.HoldForDigest(ctx, orgID, key, window, n, now)
 			return err
 		},
 	}
@@ -163,9 +163,9 @@ func (s *Server) checkRoute(ctx context.Context, orgID string, before perch.Noti
 		res.Notification.Scope.ID = orgID
 		return res
 	case perch.ScopeTeam:
-		_, err = s.store.Team(ctx, orgID, to.ID)
+		_, err = s.workflowDB.Team(ctx, orgID, to.ID)
 	case perch.ScopeUser:
-		_, err = s.store.Member(ctx, orgID, to.ID)
+		_, err = s.workflowDB.Member(ctx, orgID, to.ID)
 	default:
 		err = perch.Errorf(perch.EVALIDATION, "unknown scope")
 	}
