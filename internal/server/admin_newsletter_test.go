@@ -237,7 +237,7 @@ func TestNewsletterSendIsValidated(t *testing.T) {
 func TestNewsletterUnsubscribeIsLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
+		a := newAPI(t, s, func(o *Options) { o.Limits.User = perch.Limit{Count: 2, Period: time.Minute} })
 		for range 2 {
 			expect(t, a.oneClick("/api/v1/newsletter/unsubscribe?token=x.y"), 404)
 		}

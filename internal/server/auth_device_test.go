@@ -424,8 +424,8 @@ func TestDeviceUnknownSession(t *testing.T) {
 func TestDevicePollingSparesTheSignInLimit(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
-		o.AuthLimit = perch.Limit{Count: 3, Period: 15 * time.Minute}
-		o.UserLimit = perch.Limit{Count: 20, Period: time.Minute}
+		o.Limits.Auth = perch.Limit{Count: 3, Period: 15 * time.Minute}
+		o.Limits.User = perch.Limit{Count: 20, Period: time.Minute}
 	})
 	app := a.startDevice(53682) // 1 of the 3 sign-in requests
 	for range 20 {

@@ -25,9 +25,9 @@ func withProviders(t testing.TB, p *fakeProviders) func(*Options) {
 	return func(o *Options) {
 		p.github = apitest.StartGitHub(t, o.BaseURL)
 		p.google = apitest.StartGoogle(t, o.Now)
-		o.GitHub = GitHubApp{ClientID: p.github.ClientID, ClientSecret: p.github.ClientSecret, URL: p.github.URL, APIURL: p.github.URL}
+		o.SSO.GitHub = GitHubApp{ClientID: p.github.ClientID, ClientSecret: p.github.ClientSecret, URL: p.github.URL, APIURL: p.github.URL}
 		cfg := p.google.Config()
-		o.Google = GoogleApp{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Issuer: cfg.Issuer}
+		o.SSO.Google = GoogleApp{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Issuer: cfg.Issuer}
 	}
 }
 

@@ -78,7 +78,7 @@ var providerSettings = map[string]string{
 func newProviders(o Options, client *http.Client) map[string]signInProvider {
 	out := map[string]signInProvider{}
 	base := strings.TrimRight(o.BaseURL, "/")
-	if g := o.GitHub; g.ClientID != "" && g.ClientSecret != "" {
+	if g := o.SSO.GitHub; g.ClientID != "" && g.ClientSecret != "" {
 		web := strings.TrimRight(cmpOr(g.URL, "https://github.com"), "/")
 		out[perch.ProviderGitHub] = &githubProvider{
 			cfg: oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, RedirectURL: base + githubCallbackPath,
@@ -89,7 +89,7 @@ func newProviders(o Options, client *http.Client) map[string]signInProvider {
 			client: client,
 		}
 	}
-	if g := o.Google; g.ClientID != "" && g.ClientSecret != "" {
+	if g := o.SSO.Google; g.ClientID != "" && g.ClientSecret != "" {
 		out[perch.ProviderGoogle] = &googleProvider{clientID: g.ClientID, secret: g.ClientSecret,
 			issuer: strings.TrimRight(cmpOr(g.Issuer, "https://accounts.google.com"), "/"), redirect: base + googleCallbackPath,
 			client: client, now: o.Now}

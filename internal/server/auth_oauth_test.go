@@ -439,7 +439,7 @@ func TestOAuthGoogleDiscoveryIsLazy(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens there for now
 		a := newAPI(t, s, func(o *Options) {
-			o.Google = GoogleApp{ClientID: "lazy-client", ClientSecret: "lazy-secret", Issuer: "http://" + addr + "/oidc"}
+			o.SSO.Google = GoogleApp{ClientID: "lazy-client", ClientSecret: "lazy-secret", Issuer: "http://" + addr + "/oidc"}
 		})
 		res := expect(t, a.call("GET", "/api/v1/auth/google", "", nil), 503)
 		if !strings.Contains(res.ErrorMessage(), "PERCH_GOOGLE_ISSUER") {
@@ -524,8 +524,8 @@ func TestOAuthRateLimit(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		p := &fakeProviders{}
 		a := newAPI(t, s, withProviders(t, p), func(o *Options) {
-			o.AuthLimit = perch.Limit{Count: 2, Period: time.Minute}
-			o.UserLimit = perch.Limit{Count: 3, Period: time.Minute}
+			o.Limits.Auth = perch.Limit{Count: 2, Period: time.Minute}
+			o.Limits.User = perch.Limit{Count: 3, Period: time.Minute}
 		})
 		for range 2 {
 			expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": "x@example.com", "password": "wrong password"}), 401)

@@ -73,7 +73,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (*perch.Principal, error) {
 	p, err := s.principalFromRequest(r)
 	if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
-		if lerr := s.allowRate(w, r, s.opts.UserLimit, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
+		if lerr := s.allowRate(w, r, s.opts.Limits.User, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
 			return nil, lerr
 		}
 	}
@@ -149,7 +149,7 @@ func signedInToMint(r *http.Request, what string) error {
 
 // perUser applies the per-user limit of authenticated endpoints.
 func (s *Server) perUser(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return userKey(principal(r).User.ID) })
+	return s.rateLimited(next, s.opts.Limits.User, func(r *http.Request) string { return userKey(principal(r).User.ID) })
 }
 
 // userKey is the key of a user's rate limit.

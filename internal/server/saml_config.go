@@ -350,7 +350,7 @@ func (s *Server) checkDomains(r *http.Request, orgID string) []domainCheck {
 func (s *Server) verifyDomain(r *http.Request, orgID, domain, want string) string {
 	ctx, cancel := context.WithTimeout(r.Context(), dnsLookupTimeout)
 	defer cancel()
-	records, err := s.opts.LookupTXT(ctx, domain)
+	records, err := s.opts.SSO.LookupTXT(ctx, domain)
 	if err != nil {
 		return fmt.Sprintf("The TXT records of %s could not be read: %v.", domain, err)
 	}

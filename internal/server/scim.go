@@ -61,12 +61,12 @@ func (s *Server) scimHandler(h scimHandlerFunc) http.Handler {
 func (s *Server) serveSCIM(w http.ResponseWriter, r *http.Request, h scimHandlerFunc) error {
 	c, err := s.scimCaller(r)
 	if err != nil {
-		if lerr := s.allowRate(w, r, s.opts.UserLimit, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
+		if lerr := s.allowRate(w, r, s.opts.Limits.User, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
 			return lerr
 		}
 		return err
 	}
-	if err := s.allowRate(w, r, s.opts.UserLimit, "scim:"+c.orgID, 1); err != nil {
+	if err := s.allowRate(w, r, s.opts.Limits.User, "scim:"+c.orgID, 1); err != nil {
 		return err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, scimBodyLimit)

@@ -34,7 +34,7 @@ func (s *Server) idpMayManage(u *perch.User) error {
 // one of the organisation's verified domains (compared exactly: a
 // subdomain is a domain of its own) or the operator allows any domain.
 func (s *Server) idpMayCreate(ctx context.Context, orgID, email string) error {
-	if s.opts.SSOAnyDomain {
+	if s.opts.SSO.AnyDomain {
 		return nil
 	}
 	ok, err := s.ssoDB.DomainVerified(ctx, orgID, perch.EmailDomain(email))

@@ -54,8 +54,8 @@ func TestOneDeliveryMakesBoundedNotifications(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newAPI(t, s, func(o *Options) {
-			o.MaxDeliveryNotifications = 5
-			o.BroadcastLimit = perch.Limit{Count: 8, Period: time.Hour}
+			o.Webhooks.MaxDeliveryNotifications = 5
+			o.Webhooks.BroadcastLimit = perch.Limit{Count: 8, Period: time.Hour}
 		})
 		ada := a.register("Ada")
 		_, token := a.whToken(ada, "incidents", "org", "")
@@ -127,7 +127,7 @@ func errorCodeOf(t *testing.T, res *http.Response) string {
 func TestSlowAndCutOffBodies(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
-		o.BodyTimeout, o.ReceiverBodyTimeout = 300*time.Millisecond, 300*time.Millisecond
+		o.Limits.BodyTimeout, o.Webhooks.ReceiverBodyTimeout = 300*time.Millisecond, 300*time.Millisecond
 	})
 	ts := a.live()
 	addr := strings.TrimPrefix(ts.URL, "http://")

@@ -187,11 +187,11 @@ type sender struct{ id, orgID string }
 // an anonymous broadcast counts every notification against its address's
 // limit (webhookAudience counted the first), since each reaches every user.
 func (s *Server) allowNotifications(w http.ResponseWriter, r *http.Request, scope perch.Scope, n int) error {
-	if max := s.opts.MaxDeliveryNotifications; n > max {
+	if max := s.opts.Webhooks.MaxDeliveryNotifications; n > max {
 		return perch.Errorf(perch.ETOOLARGE, "This delivery would make %d notifications; one delivery may make at most %d. Send them in smaller batches.", n, max)
 	}
 	if scope.Type == perch.ScopeAll && n > 1 {
-		return s.allowRate(w, r, s.opts.BroadcastLimit, broadcastKey(s.clientIP(r)), n-1)
+		return s.allowRate(w, r, s.opts.Webhooks.BroadcastLimit, broadcastKey(s.clientIP(r)), n-1)
 	}
 	return nil
 }
@@ -205,10 +205,10 @@ func broadcastKey(ip netip.Addr) string { return "broadcast-ip:" + ip.String() }
 func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, name string) (perch.Scope, sender, error) {
 	raw := queryValue(r.URL, "token")
 	if raw == "" {
-		if !s.opts.AnonymousBroadcast {
+		if !s.opts.Webhooks.AnonymousBroadcast {
 			return perch.Scope{}, sender{}, perch.Errorf(perch.EUNAUTHORIZED, "A webhook token is required: add ?token=whk_… to the URL.")
 		}
-		if err := s.allowRate(w, r, s.opts.BroadcastLimit, broadcastKey(s.clientIP(r)), 1); err != nil {
+		if err := s.allowRate(w, r, s.opts.Webhooks.BroadcastLimit, broadcastKey(s.clientIP(r)), 1); err != nil {
 			return perch.Scope{}, sender{}, err
 		}
 		// Anonymous redeliveries are recognised per client address, so one
@@ -236,12 +236,12 @@ var errBadSignature = perch.Errorf(perch.EUNAUTHORIZED, "The delivery's signatur
 // verifySignature checks the sender's HMAC when a secret is configured.
 func (s *Server) verifySignature(sender string, h http.Header, body []byte) error {
 	switch {
-	case sender == perch.SenderCodeHost && s.opts.GitHubSecret != "":
-		if !senders.VerifyGitHubSignature([]byte(s.opts.GitHubSecret), h.Get("X-Hub-Signature-256"), body) {
+	case sender == perch.SenderCodeHost && s.opts.Webhooks.GitHubSecret != "":
+		if !senders.VerifyGitHubSignature([]byte(s.opts.Webhooks.GitHubSecret), h.Get("X-Hub-Signature-256"), body) {
 			return errBadSignature
 		}
-	case sender == perch.SenderIncidents && s.opts.PagerDutySecret != "":
-		if !senders.VerifyPagerDutySignature([]byte(s.opts.PagerDutySecret), h.Get("X-PagerDuty-Signature"), body) {
+	case sender == perch.SenderIncidents && s.opts.Webhooks.PagerDutySecret != "":
+		if !senders.VerifyPagerDutySignature([]byte(s.opts.Webhooks.PagerDutySecret), h.Get("X-PagerDuty-Signature"), body) {
 			return errBadSignature
 		}
 	}

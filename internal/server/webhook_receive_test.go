@@ -451,7 +451,7 @@ func TestWebhookSignatures(t *testing.T) {
 		{"pagerduty two values, neither right", "/webhooks/incidents", "incidents", pd, "X-PagerDuty-Signature", "v1=" + whSign("a", pd) + ",v1=" + whSign("b", pd), 401},
 	}
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.GitHubSecret, o.PagerDutySecret = secret, secret })
+		a := newAPI(t, s, func(o *Options) { o.Webhooks.GitHubSecret, o.Webhooks.PagerDutySecret = secret, secret })
 		ada := a.register("Ada")
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -505,7 +505,7 @@ func TestAnonymousBroadcast(t *testing.T) {
 func TestAnonymousBroadcastDisabled(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.AnonymousBroadcast = false })
+		a := newAPI(t, s, func(o *Options) { o.Webhooks.AnonymousBroadcast = false })
 		ada := a.register("Ada")
 		expect(t, a.whDeliver("/webhooks/inbound", "", `{"title":"x"}`), 401)
 		expect(t, a.whDeliver("/webhooks/code-host", "", whRead(t, "github/push.branch.json"), "X-GitHub-Event", "push"), 401)
@@ -520,7 +520,7 @@ func TestAnonymousBroadcastDisabled(t *testing.T) {
 func TestAnonymousBroadcastLimitedPerIP(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.BroadcastLimit = perch.Limit{Count: 2, Period: time.Minute} })
+		a := newAPI(t, s, func(o *Options) { o.Webhooks.BroadcastLimit = perch.Limit{Count: 2, Period: time.Minute} })
 		ada := a.register("Ada")
 		const ip = "RemoteAddr"
 		for i := range 2 {

@@ -118,7 +118,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	}
 	u := p.User
 	// A handshake is a request like any other, and a replay can be large.
-	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
+	if err := s.allowRate(w, r, s.opts.Limits.User, userKey(u.ID), 1); err != nil {
 		return err
 	}
 	// Checked here, before the library sees the request, so that a
