@@ -21,11 +21,11 @@ type stores struct {
 	orgDB          orgStore          // org*.go
 	webhookDB      webhookStore      // webhook_*.go
 	notificationDB notificationStore // notification_*.go, ws.go (replay)
-	workflowDB     workflowStore     // workflow_*.go, workflows*.go
+	workflowDB     workflowStore     // workflow_*.go
 	billingDB      billingStore      // billing*.go
 	ssoDB          ssoStore          // saml*.go, sso_*.go
 	scimDB         scimStore         // scim*.go
-	adminDB        adminStore        // admin_*.go, email_settings.go
+	adminDB        adminStore        // admin_*.go
 	healthDB       healthStore       // health.go
 
 	// storeNow is the store's clock (store.Store.Now, a field tests
