@@ -45,7 +45,7 @@ func (s *Server) record(ctx context.Context, e perch.AuditEntry) {
 	if e.At.IsZero() {
 		e.At = s.now()
 	}
-	if err := s.store.AppendAudit(context.WithoutCancel(ctx), &e); err != nil {
+	if err := s.kernelDB.AppendAudit(context.WithoutCancel(ctx), &e); err != nil {
 		s.metrics.auditFailures.Inc()
 		s.log.Error("writing an audit entry failed", "action", e.Action, "actor", e.Actor.ID,
 			"target", e.Target.Type+":"+e.Target.ID, "request_id", e.RequestID, "err", err)
@@ -77,7 +77,7 @@ func userTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "u
 // and their organisation as the store has them.
 func (s *Server) auditUser(r *http.Request, userID, action string, changes map[string]any) {
 	e := perch.AuditEntry{Action: action, Actor: perch.AuditActor{Type: perch.ActorUser, ID: userID}, Target: userTarget(userID), Changes: changes}
-	if u, err := s.store.User(r.Context(), userID); err == nil {
+	if u, err := s.kernelDB.User(r.Context(), userID); err == nil {
 		e.Actor, e.OrgID = actorOf(u), u.OrgID
 	}
 	s.audit(r, e)

@@ -15,6 +15,20 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
+// kernelStore is what every group shares: authentication of each request,
+// the audit log's writing and the platform admins listed by address.
+type kernelStore interface {
+	APITokenPrincipal(ctx context.Context, hash string) (*perch.User, *perch.APIToken, error)
+	AccessPrincipal(ctx context.Context, accessHash string) (*perch.Principal, error)
+	AppendAudit(ctx context.Context, e *perch.AuditEntry) error
+	SyncListedAdmins(ctx context.Context, listed []string, userID string) (granted, withdrawn []*perch.User, err error)
+	TouchAPIToken(ctx context.Context, id string, interval time.Duration) error
+	TouchUser(ctx context.Context, userID string) error
+	User(ctx context.Context, id string) (*perch.User, error)
+}
+
+var _ kernelStore = (*store.Store)(nil)
+
 // apiTokenTouchEvery bounds how often a token's last_verified_at is written.
 const apiTokenTouchEvery = time.Minute
 
@@ -59,7 +73,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (*perch.Principal, error) {
 	p, err := s.principalFromRequest(r)
 	if perch.ErrorCode(err) == perch.EUNAUTHORIZED {
-		if lerr := s.allowRate(w, r, s.opts.UserLimit, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
+		if lerr := s.allowRate(w, r, s.opts.Limits.User, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
 			return nil, lerr
 		}
 	}
@@ -96,17 +110,17 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 	switch {
 	case strings.HasPrefix(raw, perch.AccessTokenPrefix):
 		var err error
-		if p, err = s.store.AccessPrincipal(ctx, hash); err != nil {
+		if p, err = s.kernelDB.AccessPrincipal(ctx, hash); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(raw, perch.APITokenPrefix):
-		u, k, err := s.store.APITokenPrincipal(ctx, hash)
+		u, k, err := s.kernelDB.APITokenPrincipal(ctx, hash)
 		if err != nil {
 			return nil, err
 		}
 		p.User, p.APITokenID = u, k.ID
 		if k.LastVerifiedAt == nil || s.now().Sub(*k.LastVerifiedAt) >= apiTokenTouchEvery {
-			if err := s.store.TouchAPIToken(ctx, k.ID, apiTokenTouchEvery); err != nil {
+			if err := s.kernelDB.TouchAPIToken(ctx, k.ID, apiTokenTouchEvery); err != nil {
 				return nil, err
 			}
 		}
@@ -114,7 +128,7 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The bearer token is not a Perch access or API token.")
 	}
 	if seen := p.User.LastSeenAt; seen == nil || s.now().Sub(*seen) >= store.SeenEvery {
-		if err := s.store.TouchUser(ctx, p.User.ID); err != nil {
+		if err := s.kernelDB.TouchUser(ctx, p.User.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -135,7 +149,7 @@ func signedInToMint(r *http.Request, what string) error {
 
 // perUser applies the per-user limit of authenticated endpoints.
 func (s *Server) perUser(next http.Handler) http.Handler {
-	return s.rateLimited(next, s.opts.UserLimit, func(r *http.Request) string { return userKey(principal(r).User.ID) })
+	return s.rateLimited(next, s.opts.Limits.User, func(r *http.Request) string { return userKey(principal(r).User.ID) })
 }
 
 // userKey is the key of a user's rate limit.

@@ -95,7 +95,7 @@ func BenchmarkIngestWorkflows(b *testing.B) {
 // this process), per operation: the delivery half of the hot path.
 func BenchmarkWebSocketFanout(b *testing.B) {
 	const clients = 1000
-	a := newAPI(b, storetest.New(b, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 2 * clients, Period: time.Minute} })
+	a := newAPI(b, storetest.New(b, store.SQLite), func(o *Options) { o.Limits.User = perch.Limit{Count: 2 * clients, Period: time.Minute} })
 	ts := a.live()
 	ada := a.register("Ada")
 	a.apiToken(ada, "clients")

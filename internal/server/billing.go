@@ -1,13 +1,30 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/billing"
+	"github.com/perch-dev/perch/internal/store"
 )
+
+// billingStore is what checkout, the subscription and the payment providers'
+// webhooks need from storage.
+type billingStore interface {
+	ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, plan string) (*store.BillingOutcome, error)
+	ExpireTrials(ctx context.Context, now time.Time) ([]store.ExpiredTrial, error)
+	OrgOwnersAndAdmins(ctx context.Context, orgID string) ([]string, error)
+	Plans(ctx context.Context) ([]*perch.Plan, error)
+	RecordCheckout(ctx context.Context, provider, checkoutID, orgID string) error
+	Subscription(ctx context.Context, orgID string) (*perch.Subscription, error)
+	TrialsEndingSoon(ctx context.Context, now time.Time, within time.Duration) ([]store.TrialEnding, error)
+}
+
+var _ billingStore = (*store.Store)(nil)
 
 // Billing (docs/DESIGN.md, Billing): checkout and the customer portal at the
 // payment provider; the provider's webhooks are in billing_webhooks.go.
@@ -28,18 +45,18 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if s.opts.Billing == nil {
+	if s.opts.Billing.Provider == nil {
 		return errBillingOff
 	}
 	u := principal(r).User
-	plans, err := s.store.Plans(r.Context())
+	plans, err := s.billingDB.Plans(r.Context())
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(plans, func(p *perch.Plan) bool { return p.Slug == in.Plan }) {
 		return perch.Problems{"plan": "is not a plan: choose solo, team or enterprise"}.Err()
 	}
-	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	sub, err := s.billingDB.Subscription(r.Context(), u.OrgID)
 	if err != nil {
 		return err
 	}
@@ -47,11 +64,11 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 		return perch.Errorf(perch.EALREADYSUBSCRIBED, "The organisation already pays for the %s plan; the billing portal changes or cancels it.", in.Plan)
 	}
 	customer := ""
-	if sub.Provider == s.opts.Billing.Name() {
+	if sub.Provider == s.opts.Billing.Provider.Name() {
 		customer = sub.CustomerID
 	}
 	back := s.baseURL() + billingPage
-	co, err := s.opts.Billing.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
+	co, err := s.opts.Billing.Provider.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
 		CustomerID: customer, SuccessURL: back + "?checkout=done", CancelURL: back + "?checkout=canceled"})
 	if errors.Is(err, billing.ErrNoPrice) {
 		return perch.Problems{"plan": "has no price at the payment provider yet"}.Err()
@@ -61,29 +78,29 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The event that completes this checkout binds the subscription to the
 	// organisation, and no other event can (Store.ApplyBillingEvent).
-	if err := s.store.RecordCheckout(r.Context(), s.opts.Billing.Name(), co.ID, u.OrgID); err != nil {
+	if err := s.billingDB.RecordCheckout(r.Context(), s.opts.Billing.Provider.Name(), co.ID, u.OrgID); err != nil {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditCheckoutStarted, Target: orgTarget(u.OrgID),
-		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Name(), "checkout_id": co.ID}})
-	return respond(w, http.StatusOK, map[string]string{"checkout_url": co.URL, "provider": s.opts.Billing.Name()})
+		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Provider.Name(), "checkout_id": co.ID}})
+	return respond(w, http.StatusOK, map[string]string{"checkout_url": co.URL, "provider": s.opts.Billing.Provider.Name()})
 }
 
 // portal serves POST /api/v1/billing/portal: the URL of the provider's
 // customer portal, for an organisation that has paid through it.
 func (s *Server) portal(w http.ResponseWriter, r *http.Request) error {
-	if s.opts.Billing == nil {
+	if s.opts.Billing.Provider == nil {
 		return errBillingOff
 	}
 	u := principal(r).User
-	sub, err := s.store.Subscription(r.Context(), u.OrgID)
+	sub, err := s.billingDB.Subscription(r.Context(), u.OrgID)
 	if err != nil {
 		return err
 	}
-	if sub.CustomerID == "" || sub.Provider != s.opts.Billing.Name() {
+	if sub.CustomerID == "" || sub.Provider != s.opts.Billing.Provider.Name() {
 		return perch.Errorf(perch.ECONFLICT, "The organisation has no subscription at the payment provider yet: choose a plan first.")
 	}
-	url, err := s.opts.Billing.Portal(r.Context(), sub.CustomerID, sub.SubscriptionID, s.baseURL()+billingPage)
+	url, err := s.opts.Billing.Provider.Portal(r.Context(), sub.CustomerID, sub.SubscriptionID, s.baseURL()+billingPage)
 	if err != nil {
 		return s.providerDown(r, err)
 	}
@@ -92,6 +109,6 @@ func (s *Server) portal(w http.ResponseWriter, r *http.Request) error {
 
 // providerDown logs a payment provider's failure and answers 503.
 func (s *Server) providerDown(r *http.Request, err error) error {
-	s.log.Error("the payment provider failed", "provider", s.opts.Billing.Name(), "request_id", requestID(r), "err", err)
+	s.log.Error("the payment provider failed", "provider", s.opts.Billing.Provider.Name(), "request_id", requestID(r), "err", err)
 	return perch.Errorf(perch.EBILLINGUNAVAILABLE, "The payment provider did not answer as expected; try again in a minute.")
 }

@@ -34,12 +34,12 @@ var (
 // and every test price.
 func withBilling(provider billing.Provider) func(*Options) {
 	return func(o *Options) {
-		o.Billing = provider
-		o.StripeWebhookSecret, o.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
-		o.PricePlans = map[string]string{}
+		o.Billing.Provider = provider
+		o.Billing.StripeWebhookSecret, o.Billing.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
+		o.Billing.PricePlans = map[string]string{}
 		for _, prices := range []billing.Prices{stripePrices, paddlePrices} {
 			for plan, price := range prices {
-				o.PricePlans[price] = plan
+				o.Billing.PricePlans[price] = plan
 			}
 		}
 	}
@@ -359,8 +359,8 @@ func TestTrialsEnd(t *testing.T) {
 func TestPaymentReceiversAreLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) {
-		o.StripeWebhookSecret, o.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
-		o.PaymentLimit = perch.Limit{Count: 3, Period: time.Minute}
+		o.Billing.StripeWebhookSecret, o.Billing.PaddleWebhookSecret = stripeTestSecret, paddleTestSecret
+		o.Billing.PaymentLimit = perch.Limit{Count: 3, Period: time.Minute}
 	})
 	const flood, provider = "203.0.113.66:4000", "198.51.100.7:443"
 	stripe := func(id, remote string) *response {

@@ -33,9 +33,9 @@ type paymentSender struct {
 
 var (
 	stripeSender = paymentSender{provider: perch.BillingStripe, source: perch.SourcePaymentsA, header: "Stripe-Signature",
-		secret: func(o *Options) string { return o.StripeWebhookSecret }, verify: webhooks.VerifyStripeSignature, parse: webhooks.StripeEvent}
+		secret: func(o *Options) string { return o.Billing.StripeWebhookSecret }, verify: webhooks.VerifyStripeSignature, parse: webhooks.StripeEvent}
 	paddleSender = paymentSender{provider: perch.BillingPaddle, source: perch.SourcePaymentsB, header: "Paddle-Signature",
-		secret: func(o *Options) string { return o.PaddleWebhookSecret }, verify: webhooks.VerifyPaddleSignature, parse: webhooks.PaddleEvent}
+		secret: func(o *Options) string { return o.Billing.PaddleWebhookSecret }, verify: webhooks.VerifyPaddleSignature, parse: webhooks.PaddleEvent}
 )
 
 // DefaultPaymentLimit is the payment receivers' allowance per client
@@ -71,7 +71,7 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: fmt.Sprintf("%s is not an event Perch acts on.", ev.Type)})
 			return nil
 		}
-		out, err := s.store.ApplyBillingEvent(r.Context(), ev, s.opts.PricePlans[ev.PriceID])
+		out, err := s.billingDB.ApplyBillingEvent(r.Context(), ev, s.opts.Billing.PricePlans[ev.PriceID])
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 // their menu bars), once per key.
 func (s *Server) tellBillers(ctx context.Context, orgID, source, key, severity, title, message string) {
 	ctx = context.WithoutCancel(ctx)
-	ids, err := s.store.OrgOwnersAndAdmins(ctx, orgID)
+	ids, err := s.billingDB.OrgOwnersAndAdmins(ctx, orgID)
 	if err != nil {
 		s.log.Error("finding whom to tell about billing failed", "org", orgID, "err", err)
 		return
@@ -173,11 +173,11 @@ const trialNotice = 3 * 24 * time.Hour
 // ended unpaid move to solo with status none; trials ending within three
 // days are announced to the owners and admins, once each.
 func (s *Server) BillingJobs(ctx context.Context) error {
-	if s.opts.Billing == nil {
+	if s.opts.Billing.Provider == nil {
 		return nil // billing off: trials never end
 	}
 	now := s.now()
-	expired, err := s.store.ExpireTrials(ctx, now)
+	expired, err := s.billingDB.ExpireTrials(ctx, now)
 	if err != nil {
 		return fmt.Errorf("expiring trials: %w", err)
 	}
@@ -186,10 +186,10 @@ func (s *Server) BillingJobs(ctx context.Context) error {
 			Target: orgTarget(e.OrgID), OrgID: e.OrgID, At: now, Changes: map[string]any{"plan": []string{e.Plan, "solo"}, "status": perch.PlanNone}})
 	}
 	source := perch.SourcePaymentsA
-	if s.opts.Billing.Name() == perch.BillingPaddle {
+	if s.opts.Billing.Provider.Name() == perch.BillingPaddle {
 		source = perch.SourcePaymentsB
 	}
-	ending, err := s.store.TrialsEndingSoon(ctx, now, trialNotice)
+	ending, err := s.billingDB.TrialsEndingSoon(ctx, now, trialNotice)
 	if err != nil {
 		return fmt.Errorf("finding trials that end soon: %w", err)
 	}

@@ -158,7 +158,7 @@ func TestRequestIDsAreTheCallersOnlyWhenPlain(t *testing.T) {
 func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a := newAPI(t, s, func(o *Options) { o.AuthLimit = perch.Limit{Count: 10, Period: 15 * time.Minute} })
+		a := newAPI(t, s, func(o *Options) { o.Limits.Auth = perch.Limit{Count: 10, Period: 15 * time.Minute} })
 		login := map[string]string{"email": "nobody@example.com", "password": "whatever it is"}
 		for i := range 10 {
 			res := expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
@@ -190,7 +190,7 @@ func TestSignInEndpointsAreLimitedPerIP(t *testing.T) {
 // theirs, and a desktop sign-in does not spend sign-in attempts.
 func TestEachKindOfSignInRequestHasItsOwnBucket(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.AuthLimit = perch.Limit{Count: 2, Period: 15 * time.Minute} })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Limits.Auth = perch.Limit{Count: 2, Period: 15 * time.Minute} })
 	login := map[string]string{"email": "ada@example.com", "password": "not the password"}
 	expect(t, a.call("POST", "/api/v1/auth/login", "", login), 401)
 	expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "A", "email": "x", "password": "y"}), 422)
@@ -230,7 +230,7 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 
 func TestAuthenticatedEndpointsAreLimitedPerUser(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Minute} })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Limits.User = perch.Limit{Count: 3, Period: time.Minute} })
 	ada, bob := a.register("Ada"), a.register("Bob")
 	a.apiToken(ada, "ci") // one request
 	expect(t, a.call("GET", "/api/v1/users/me", ada.Access, nil), 200)

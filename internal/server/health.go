@@ -13,6 +13,15 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
+// healthStore is what liveness and readiness need from storage.
+type healthStore interface {
+	Ping(ctx context.Context) error
+	ProbeWrite(ctx context.Context) error
+	WriteHealth() store.WriteHealth
+}
+
+var _ healthStore = (*store.Store)(nil)
+
 // Readiness: an instance is ready while its database answers and its writes
 // succeed. A database can answer every read and ping while it refuses every
 // write (a full disk, a standby after a failover), so the store counts the
@@ -74,7 +83,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	var c checks
 	var failing []string
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.healthDB.Ping(ctx); err != nil {
 		s.log.Warn("not ready: the database does not answer", "err", err)
 		c.Database = "failing: " + cmp.Or(store.OutageCause(err), "the database does not answer")
 		failing = append(failing, "the database does not answer")
@@ -114,13 +123,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 // they have been failing and none has been tried for writeProbeAfter, it
 // tries one (one /readyz at a time: the others report what is known).
 func (s *Server) writesCheck(ctx context.Context) (ok bool, text string) {
-	h := s.store.WriteHealth()
-	if h.Failures >= writeFailuresUnready && s.store.Now().Sub(h.Last) >= writeProbeAfter && s.probing.TryLock() {
-		if err := s.store.ProbeWrite(ctx); err != nil {
+	h := s.healthDB.WriteHealth()
+	if h.Failures >= writeFailuresUnready && s.storeNow().Sub(h.Last) >= writeProbeAfter && s.probing.TryLock() {
+		if err := s.healthDB.ProbeWrite(ctx); err != nil {
 			s.log.Warn("not ready: a probe write failed", "err", err)
 		}
 		s.probing.Unlock()
-		h = s.store.WriteHealth()
+		h = s.healthDB.WriteHealth()
 	}
 	if h.Failures < writeFailuresUnready {
 		return true, ""

@@ -66,22 +66,26 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	}
 	settings := mail.NewSettings(s, box, &cfg)
 	o := Options{
-		Store:              s,
-		Logger:             logger,
-		Fanout:             fanout.NewLocal(),
-		Hub:                hub.New(),
-		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
-		AnonymousBroadcast: true,
-		Mailer:             mail.NewMailer(settings.Source, s, box, logger),
-		MailSettings:       settings,
-		Secrets:            box,
-		Limiter:            limits,
-		BaseURL:            "http://perch.test",
-		AdminEmails:        []string{"root@example.com"},
-		UserLimit:          perch.Limit{Count: 1000, Period: time.Minute},
-		AuthLimit:          perch.Limit{Count: 1000, Period: time.Minute},
-		PasswordParams:     fastHashes,
-		Now:                clock.Now,
+		Store:  s,
+		Logger: logger,
+		Fanout: fanout.NewLocal(),
+		Hub:    hub.New(),
+		Webhooks: WebhookOptions{
+			BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
+			AnonymousBroadcast: true,
+		},
+		Mailer:       mail.NewMailer(settings.Source, s, box, logger),
+		MailSettings: settings,
+		Secrets:      box,
+		Limiter:      limits,
+		BaseURL:      "http://perch.test",
+		AdminEmails:  []string{"root@example.com"},
+		Limits: LimitOptions{
+			User: perch.Limit{Count: 1000, Period: time.Minute},
+			Auth: perch.Limit{Count: 1000, Period: time.Minute},
+		},
+		PasswordParams: fastHashes,
+		Now:            clock.Now,
 	}
 	for _, f := range adjust {
 		f(&o)

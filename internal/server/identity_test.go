@@ -142,7 +142,7 @@ func TestSAMLJustInTimeAccountsAreNeitherProvenNorAdmins(t *testing.T) {
 		}
 
 		// With PERCH_SSO_ANY_DOMAIN, any address: still asserted, not proven.
-		anyDomain := newSAMLEnv(t, storetest.New(t, store.SQLite), func(o *Options) { o.SSOAnyDomain = true })
+		anyDomain := newSAMLEnv(t, storetest.New(t, store.SQLite), func(o *Options) { o.SSO.AnyDomain = true })
 		anyDomain.configure(map[string]any{"jit_provisioning": true})
 		anyDomain.idp.AddUser("nia", "nias idp password", "nia@elsewhere.test", "Nia")
 		b = samltest.NewBrowser(t)
@@ -245,7 +245,7 @@ func TestSCIMCreatesOnlyInVerifiedDomains(t *testing.T) {
 			t.Fatalf("refusals audited: %d, %v", len(entries), err)
 		}
 
-		open := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.SSOAnyDomain = true })
+		open := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.SSO.AnyDomain = true })
 		anyIdP := open.scimClient(open.register("Olive Owner"), "test")
 		made := anyIdP.do("POST", "/scim/v2/Users", newUser("root@example.com")).want(t, 201)
 		if u, err := open.store.User(t.Context(), made.str("id")); err != nil || u.EmailVerified || open.srv.isAdmin(u) {

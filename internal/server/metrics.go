@@ -103,7 +103,7 @@ func levelFor(status int) slog.Level {
 // serveMetrics answers /metrics: the registry in Prometheus's text format,
 // only to the bearer of the metrics token when one is set.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	if s.opts.MetricsToken != "" && !s.scrapeAllowed(r) {
+	if s.opts.Metrics.Token != "" && !s.scrapeAllowed(r) {
 		return perch.Errorf(perch.EUNAUTHORIZED, "/metrics needs Authorization: Bearer <the metrics token>.")
 	}
 	s.prom.ServeHTTP(w, r)
@@ -123,7 +123,7 @@ func (s *Server) scrapeAllowed(r *http.Request) bool {
 }
 
 // MetricsHandler serves /metrics alone, for a listener of its own (with
-// Options.SeparateMetrics): anything else there is 404. Its requests are
+// Options.Metrics.Separate): anything else there is 404. Its requests are
 // logged and counted like the main handler's.
 func (s *Server) MetricsHandler() http.Handler {
 	m := http.NewServeMux()

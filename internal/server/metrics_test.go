@@ -10,11 +10,11 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// TestMetricsBehindAToken: with MetricsToken set, /metrics answers only
+// TestMetricsBehindAToken: with Metrics.Token set, /metrics answers only
 // "Authorization: Bearer <token>", and 401 in the error shape otherwise.
 func TestMetricsBehindAToken(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.MetricsToken = "s3cret-scrape-token" })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Metrics.Token = "s3cret-scrape-token" })
 	ada := a.register("Ada")
 	for _, auth := range []string{"", "Bearer", "Bearer wrong", "Bearer s3cret-scrape-token-and-more", "Bearer s3cret-scrape-toke",
 		"Basic czNjcmV0LXNjcmFwZS10b2tlbg==", "s3cret-scrape-token", "Bearer " + ada.Access} {
@@ -34,12 +34,12 @@ func TestMetricsBehindAToken(t *testing.T) {
 	expect(t, b.call("GET", "/metrics", "", nil), 200)
 }
 
-// TestMetricsOnAListenerOfTheirOwn: with SeparateMetrics, the main handler
+// TestMetricsOnAListenerOfTheirOwn: with Metrics.Separate, the main handler
 // has no /metrics and MetricsHandler serves it (and nothing else), still
 // behind the token when one is set.
 func TestMetricsOnAListenerOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.SeparateMetrics = true; o.MetricsToken = "tok" })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Metrics.Separate = true; o.Metrics.Token = "tok" })
 	expect(t, a.call("GET", "/metrics", "", nil, "Authorization", "Bearer tok"), 404)
 	a.call("GET", "/api/v1/billing/plans", "", nil)
 

@@ -49,9 +49,9 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			return
 		}
 		if r.ContentLength != 0 { // a body, of known or unknown length
-			timeout := s.opts.BodyTimeout
+			timeout := s.opts.Limits.BodyTimeout
 			if strings.HasPrefix(r.URL.Path, "/webhooks/") {
-				timeout = s.opts.ReceiverBodyTimeout
+				timeout = s.opts.Webhooks.ReceiverBodyTimeout
 			}
 			// Not every ResponseWriter can (httptest's cannot); they need not.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))

@@ -13,13 +13,13 @@ func (s *Server) routes() {
 	// Operations, at the root.
 	m.Handle("GET /healthz", s.handle(s.healthz))
 	m.Handle("GET /readyz", s.handle(s.readyz))
-	if !s.opts.SeparateMetrics {
+	if !s.opts.Metrics.Separate {
 		m.Handle("GET /metrics", s.handle(s.serveMetrics))
 	}
 
 	// Sign-in, limited per client IP, each kind in a bucket of its own (see
 	// perIP): the spec's 10 per 15 minutes is login's and register's.
-	auth, user := s.opts.AuthLimit, s.opts.UserLimit
+	auth, user := s.opts.Limits.Auth, s.opts.Limits.User
 	m.Handle("POST /api/v1/auth/register", s.perIP("signin", auth, s.register))
 	m.Handle("POST /api/v1/auth/login", s.perIP("signin", auth, s.login))
 	m.Handle("POST /api/v1/auth/forgot-password", s.perIP("account-mail", auth, s.forgotPassword))
@@ -66,7 +66,7 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
 	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
 
-	// Workflows and the marketplace (api_workflows*.go, api_marketplace.go):
+	// Workflows and the marketplace (workflow_*.go):
 	// members read, try and see the runs of their organisation's workflows;
 	// owners and admins change, install, fork and publish them. Each route
 	// also needs its feature flags (gated: 403 feature_disabled when off);
@@ -107,7 +107,7 @@ func (s *Server) routes() {
 	// The payment receivers authenticate by the provider's signature,
 	// limited per client address in a bucket of their own, with an
 	// allowance no provider comes near (DefaultPaymentLimit).
-	payments := s.opts.PaymentLimit
+	payments := s.opts.Billing.PaymentLimit
 	m.Handle("POST /webhooks/payments-a", s.perIP("payments", payments, s.paymentReceiver(stripeSender)))
 	m.Handle("POST /webhooks/stripe", s.perIP("payments", payments, s.paymentReceiver(stripeSender)))
 	m.Handle("POST /webhooks/payments-b", s.perIP("payments", payments, s.paymentReceiver(paddleSender)))

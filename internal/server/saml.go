@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/perch-dev/perch"
@@ -20,6 +21,33 @@ import (
 	"github.com/perch-dev/perch/internal/saml"
 	"github.com/perch-dev/perch/internal/store"
 )
+
+// ssoStore is what SAML sign-in, its configuration and the accounts it makes
+// need from storage.
+type ssoStore interface {
+	ConsumeSAMLRequest(ctx context.Context, orgID, id string) error
+	CreateSAMLRequest(ctx context.Context, r store.SAMLRequest) error
+	CreateSSOUser(ctx context.Context, orgID, email, name, role string) (*perch.User, error)
+	DeleteSAMLConfig(ctx context.Context, orgID string) error
+	DomainVerified(ctx context.Context, orgID, domain string) (bool, error)
+	EndSignInsBoundBySSO(ctx context.Context, orgID, userID string) ([]store.EndedSignIns, error)
+	MarkSAMLAssertionUsed(ctx context.Context, orgID, assertionID string, expires time.Time) error
+	Org(ctx context.Context, id string) (*perch.Org, error)
+	PutSAMLConfig(ctx context.Context, c store.SAMLConfig) (*store.SAMLConfig, error)
+	SAMLConfig(ctx context.Context, orgID string) (*store.SAMLConfig, error)
+	SAMLDomains(ctx context.Context, orgID string) ([]perch.SAMLDomain, error)
+	SAMLOrgByDomain(ctx context.Context, domain string) (string, error)
+	SAMLOrgBySlug(ctx context.Context, slug string) (string, error)
+	SAMLRequestByRelay(ctx context.Context, relay string) (*store.SAMLRequest, error)
+	SCIMToken(ctx context.Context, orgID string) (*perch.SCIMToken, error)
+	SSOEnforced(ctx context.Context, orgID string) (bool, error)
+	SetSAMLDomains(ctx context.Context, orgID string, domains []string, verified bool) error
+	SetSCIMToken(ctx context.Context, orgID, hash, prefix string) (*perch.SCIMToken, error)
+	UserCredentials(ctx context.Context, email string) (*perch.User, string, error)
+	VerifySAMLDomain(ctx context.Context, orgID, domain string) error
+}
+
+var _ ssoStore = (*store.Store)(nil)
 
 // SAML single sign-on, the service provider's side (docs/DESIGN.md, SAML): the
 // metadata an identity provider reads, the start of a sign-in, and the
@@ -118,7 +146,7 @@ func (s *Server) spKey(cfg *store.SAMLConfig) (crypto.Signer, error) {
 // samlConfigOf returns the organisation's settings, or ENOTFOUND with a
 // message for people.
 func (s *Server) samlConfigOf(ctx context.Context, orgID string) (*store.SAMLConfig, error) {
-	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	cfg, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return nil, perch.Errorf(perch.ENOTFOUND, "This organisation has no SAML single sign-on.")
 	}
@@ -168,7 +196,7 @@ func samlTarget(redirect, deviceSession string) string {
 // back to sign in, with the reason.
 func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	cfg, err := s.store.SAMLConfig(r.Context(), q.Get("org_id"))
+	cfg, err := s.ssoDB.SAMLConfig(r.Context(), q.Get("org_id"))
 	switch {
 	case perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
 		return s.toSignIn(w, r, "Single sign-on is not set up for this organisation.")
@@ -189,7 +217,7 @@ func (s *Server) samlLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: reqID, OrgID: cfg.OrgID, RelayState: relay,
+	err = s.ssoDB.CreateSAMLRequest(r.Context(), store.SAMLRequest{ID: reqID, OrgID: cfg.OrgID, RelayState: relay,
 		Target: samlTarget(q.Get("redirect"), q.Get("device_session")), BrowserHash: auth.HashToken(browser),
 		ExpiresAt: s.now().Add(perch.SAMLRequestTTL)})
 	if err != nil {
@@ -252,7 +280,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	// assertion claims to be for (which the checks then hold it to).
 	var req *store.SAMLRequest
 	if relay != "" {
-		if req, err = s.store.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
+		if req, err = s.ssoDB.SAMLRequestByRelay(ctx, relay); perch.ErrorCode(err) == perch.ENOTFOUND {
 			req = nil
 		} else if err != nil {
 			return s.samlUnverified(w, r, "", err)
@@ -270,7 +298,7 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	default:
 		orgID, target = claimedOrg(resp, s.baseURL()+samlMetadataPath+"?org_id="), samlDefaultTarget
 	}
-	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	cfg, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	switch {
 	case orgID == "" || perch.ErrorCode(err) == perch.ENOTFOUND || err == nil && !cfg.Enabled:
 		return s.samlUnverified(w, r, orgID, refuse("Single sign-on is not enabled for the organisation this response is for."))
@@ -313,13 +341,13 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) error {
 	// Used once: the sign-in it answers ends, and its ID is remembered on
 	// every instance for as long as it is valid.
 	if reqID != "" {
-		if err := s.store.ConsumeSAMLRequest(ctx, orgID, reqID); perch.ErrorCode(err) == perch.ENOTFOUND {
+		if err := s.ssoDB.ConsumeSAMLRequest(ctx, orgID, reqID); perch.ErrorCode(err) == perch.ENOTFOUND {
 			return s.samlRefused(w, r, orgID, id.Email, refuse("This sign-in was completed already or has expired: start again."))
 		} else if err != nil {
 			return s.samlRefused(w, r, orgID, id.Email, err)
 		}
 	}
-	if err := s.store.MarkSAMLAssertionUsed(ctx, orgID, id.AssertionID, id.Until); err != nil {
+	if err := s.ssoDB.MarkSAMLAssertionUsed(ctx, orgID, id.AssertionID, id.Until); err != nil {
 		if perch.ErrorCode(err) == perch.ECONFLICT {
 			err = refuse("This sign-in response was used already: start again.")
 		}
@@ -457,9 +485,9 @@ func (s *Server) samlDiscover(w http.ResponseWriter, r *http.Request) error {
 	var orgID string
 	var err error
 	if in.Email != "" {
-		orgID, err = s.store.SAMLOrgByDomain(r.Context(), perch.EmailDomain(in.Email))
+		orgID, err = s.ssoDB.SAMLOrgByDomain(r.Context(), perch.EmailDomain(in.Email))
 	} else {
-		orgID, err = s.store.SAMLOrgBySlug(r.Context(), in.Org)
+		orgID, err = s.ssoDB.SAMLOrgBySlug(r.Context(), in.Org)
 	}
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return perch.Errorf(perch.ENOTFOUND, "No single sign-on is set up for this address or organisation. Sign in with your password, or ask your organisation's owner.")

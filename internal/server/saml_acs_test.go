@@ -335,7 +335,7 @@ func TestSAMLAuditsOnlyWhatTheIdPSigned(t *testing.T) {
 // RSA signatures) is left out of the timing.
 func BenchmarkSAMLACS(b *testing.B) {
 	e := newSAMLEnv(b, storetest.New(b, store.SQLite), func(o *Options) {
-		o.UserLimit = perch.Limit{Count: 1 << 30, Period: time.Minute} // the sign-in routes' per-address limit
+		o.Limits.User = perch.Limit{Count: 1 << 30, Period: time.Minute} // the sign-in routes' per-address limit
 	})
 	bob := e.invite("Bob Member", "member")
 	e.configure(map[string]any{"allow_idp_initiated": true})

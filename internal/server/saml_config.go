@@ -32,7 +32,7 @@ func (s *Server) ssoOrg(r *http.Request) (orgID string, asAdmin bool, err error)
 	if id == "" {
 		return principal(r).User.OrgID, false, nil
 	}
-	if _, err := s.store.Org(r.Context(), id); err != nil {
+	if _, err := s.ssoDB.Org(r.Context(), id); err != nil {
 		return "", true, err
 	}
 	return id, true, nil
@@ -44,7 +44,7 @@ func (s *Server) describeSAML(ctx context.Context, orgID string) (*perch.SAMLCon
 	out := &perch.SAMLConfig{OrgID: orgID, DefaultRole: perch.RoleMember, Domains: []perch.SAMLDomain{},
 		EntityID: s.samlEntityID(orgID), ACSURL: s.samlACSURL(), MetadataURL: s.samlEntityID(orgID), LoginURL: s.samlLoginURL(orgID),
 		SCIMBaseURL: s.scimBase()}
-	tok, err := s.store.SCIMToken(ctx, orgID)
+	tok, err := s.ssoDB.SCIMToken(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case "":
 		out.SCIMToken = tok
@@ -52,7 +52,7 @@ func (s *Server) describeSAML(ctx context.Context, orgID string) (*perch.SAMLCon
 	default:
 		return nil, err
 	}
-	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	cfg, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return out, nil
 	}
@@ -68,7 +68,7 @@ func (s *Server) describeSAML(ctx context.Context, orgID string) (*perch.SAMLCon
 		t := saml.FirstExpiry(certs)
 		out.IDPCertificateUntil = &t
 	}
-	if out.Domains, err = s.store.SAMLDomains(ctx, orgID); err != nil {
+	if out.Domains, err = s.ssoDB.SAMLDomains(ctx, orgID); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -120,7 +120,7 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 	}
 	if asAdmin && in.Domains != nil {
 		for _, d := range *in.Domains {
-			if owner, err := s.store.SAMLOrgByDomain(ctx, d); err == nil && owner != orgID {
+			if owner, err := s.ssoDB.SAMLOrgByDomain(ctx, d); err == nil && owner != orgID {
 				return perch.Errorf(perch.ECONFLICT, "The domain %s is verified already for another organisation.", d)
 			}
 		}
@@ -129,7 +129,7 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 		DefaultRole: in.DefaultRole, EmailAttribute: in.EmailAttribute, AllowIDPInitiated: in.AllowIDPInitiated,
 		IDPMetadataXML: string(data), IDPMetadataURL: in.IDPMetadataURL, IDPEntityID: md.EntityID, IDPSSOURL: md.SSOURL,
 		IDPCertificates: saml.CertsPEM(md.Certs)}
-	prev, err := s.store.SAMLConfig(ctx, orgID)
+	prev, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case perch.ENOTFOUND:
 		if s.opts.Secrets == nil {
@@ -148,14 +148,14 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return err
 	}
-	if _, err := s.store.PutSAMLConfig(ctx, c); err != nil {
+	if _, err := s.ssoDB.PutSAMLConfig(ctx, c); err != nil {
 		return err
 	}
 	changes := map[string]any{"enabled": in.Enabled, "enforce": in.Enforce, "jit_provisioning": in.JITProvisioning,
 		"default_role": in.DefaultRole, "email_attribute": in.EmailAttribute, "allow_idp_initiated": in.AllowIDPInitiated,
 		"idp_entity_id": md.EntityID, "idp_sso_url": md.SSOURL, "idp_metadata_url": in.IDPMetadataURL}
 	if in.Domains != nil {
-		if err := s.store.SetSAMLDomains(ctx, orgID, *in.Domains, asAdmin); err != nil {
+		if err := s.ssoDB.SetSAMLDomains(ctx, orgID, *in.Domains, asAdmin); err != nil {
 			return err
 		}
 		changes["domains"] = *in.Domains
@@ -186,7 +186,7 @@ func (s *Server) deleteSAML(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteSAMLConfig(r.Context(), orgID); err != nil {
+	if err := s.ssoDB.DeleteSAMLConfig(r.Context(), orgID); err != nil {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLDeleted, Target: orgTarget(orgID), OrgID: orgID})
@@ -209,7 +209,7 @@ func (s *Server) testSAML(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	res := samlTestResult{Problems: []string{}}
-	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	cfg, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	switch perch.ErrorCode(err) {
 	case "":
 		res.Problems = s.samlProblems(ctx, cfg)
@@ -267,7 +267,7 @@ func (s *Server) samlProblems(ctx context.Context, cfg *store.SAMLConfig) []stri
 	if _, err := s.spKey(cfg); err != nil {
 		add("This server cannot read the organisation's SAML key (%v): sign-ins cannot start.", err)
 	}
-	domains, err := s.store.SAMLDomains(ctx, cfg.OrgID)
+	domains, err := s.ssoDB.SAMLDomains(ctx, cfg.OrgID)
 	if err != nil {
 		add("The domains cannot be read.")
 	}
@@ -293,7 +293,7 @@ func (s *Server) createSCIMToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	raw, hash := auth.NewToken(perch.SCIMTokenPrefix)
-	tok, err := s.store.SetSCIMToken(r.Context(), orgID, hash, auth.DisplayPrefix(raw))
+	tok, err := s.ssoDB.SetSCIMToken(r.Context(), orgID, hash, auth.DisplayPrefix(raw))
 	if err != nil {
 		return err
 	}
@@ -325,11 +325,11 @@ func (s *Server) verifySAMLDomains(w http.ResponseWriter, r *http.Request) error
 func (s *Server) checkDomains(r *http.Request, orgID string) []domainCheck {
 	ctx := r.Context()
 	out := []domainCheck{}
-	cfg, err := s.store.SAMLConfig(ctx, orgID)
+	cfg, err := s.ssoDB.SAMLConfig(ctx, orgID)
 	if err != nil {
 		return out
 	}
-	domains, err := s.store.SAMLDomains(ctx, orgID)
+	domains, err := s.ssoDB.SAMLDomains(ctx, orgID)
 	if err != nil {
 		return out
 	}
@@ -350,14 +350,14 @@ func (s *Server) checkDomains(r *http.Request, orgID string) []domainCheck {
 func (s *Server) verifyDomain(r *http.Request, orgID, domain, want string) string {
 	ctx, cancel := context.WithTimeout(r.Context(), dnsLookupTimeout)
 	defer cancel()
-	records, err := s.opts.LookupTXT(ctx, domain)
+	records, err := s.opts.SSO.LookupTXT(ctx, domain)
 	if err != nil {
 		return fmt.Sprintf("The TXT records of %s could not be read: %v.", domain, err)
 	}
 	if !slices.ContainsFunc(records, func(v string) bool { return strings.TrimSpace(v) == want }) {
 		return fmt.Sprintf("No TXT record %s was found on %s (DNS changes can take a while to show).", want, domain)
 	}
-	if err := s.store.VerifySAMLDomain(r.Context(), orgID, domain); err != nil {
+	if err := s.ssoDB.VerifySAMLDomain(r.Context(), orgID, domain); err != nil {
 		return perch.ErrorMessage(err)
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSAMLDomainVerified, Target: orgTarget(orgID), OrgID: orgID,

@@ -65,8 +65,8 @@ func newSAMLEnv(t testing.TB, s *store.Store, adjust ...func(*Options)) *samlEnv
 	e := &samlEnv{t: t, base: "http://" + l.Addr().String(), dns: map[string][]string{}}
 	e.a = newAPI(t, s, append([]func(*Options){func(o *Options) {
 		o.BaseURL = e.base
-		o.SAMLMetadataLoopback = true
-		o.LookupTXT = e.lookupTXT
+		o.SSO.SAMLMetadataLoopback = true
+		o.SSO.LookupTXT = e.lookupTXT
 	}}, adjust...)...)
 	hs := &httptest.Server{Listener: l, Config: &http.Server{Handler: e.a.srv}}
 	hs.Start()

@@ -30,7 +30,7 @@ const (
 func (s *Server) fetchMetadata(ctx context.Context, rawURL string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, metadataFetchTimeout)
 	defer cancel()
-	guard := &netguard.Guard{AllowLoopback: s.opts.SAMLMetadataLoopback, Resolver: s.forwardResolver}
+	guard := &netguard.Guard{AllowLoopback: s.opts.SSO.SAMLMetadataLoopback, Resolver: s.forwardResolver}
 	client := guard.Client(metadataFetchTimeout)
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)

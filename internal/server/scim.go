@@ -61,12 +61,12 @@ func (s *Server) scimHandler(h scimHandlerFunc) http.Handler {
 func (s *Server) serveSCIM(w http.ResponseWriter, r *http.Request, h scimHandlerFunc) error {
 	c, err := s.scimCaller(r)
 	if err != nil {
-		if lerr := s.allowRate(w, r, s.opts.UserLimit, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
+		if lerr := s.allowRate(w, r, s.opts.Limits.User, "unauthenticated-ip:"+s.clientIP(r).String(), 1); lerr != nil {
 			return lerr
 		}
 		return err
 	}
-	if err := s.allowRate(w, r, s.opts.UserLimit, "scim:"+c.orgID, 1); err != nil {
+	if err := s.allowRate(w, r, s.opts.Limits.User, "scim:"+c.orgID, 1); err != nil {
 		return err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, scimBodyLimit)
@@ -80,7 +80,7 @@ func (s *Server) scimCaller(r *http.Request) (*scimCall, error) {
 	if !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(raw, perch.SCIMTokenPrefix) {
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "Send the organisation's SCIM token as a Bearer token.")
 	}
-	orgID, err := s.store.SCIMTokenOrg(r.Context(), auth.HashToken(raw))
+	orgID, err := s.scimDB.SCIMTokenOrg(r.Context(), auth.HashToken(raw))
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return nil, perch.Errorf(perch.EUNAUTHORIZED, "The SCIM token is not valid; an owner can make a new one on the organisation's single sign-on page.")
 	}

@@ -317,7 +317,7 @@ func TestSCIMDiscovery(t *testing.T) {
 // 429 in the SCIM error schema; another organisation's token is not.
 func TestSCIMIsRateLimitedPerToken(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Minute} })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Limits.User = perch.Limit{Count: 3, Period: time.Minute} })
 	ours := a.scimClient(a.register("Olive Owner"), "ours")
 	theirs := a.scimClient(a.register("Oscar Other"), "theirs")
 	for range 3 {
@@ -339,7 +339,7 @@ func TestSCIMIsRateLimitedPerToken(t *testing.T) {
 // rate-limit headers and Retry-After.
 func TestSCIMAnswersEveryRefusalInItsSchema(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 2, Period: time.Minute} })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Limits.User = perch.Limit{Count: 2, Period: time.Minute} })
 	owner := a.register("Olive Owner")
 	idp := a.scimClient(owner, "okta")
 	anonymous := &scimIdP{t: t, a: a, agent: "curl"}

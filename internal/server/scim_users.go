@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,19 @@ import (
 	"github.com/perch-dev/perch/internal/scim"
 	"github.com/perch-dev/perch/internal/store"
 )
+
+// scimStore is what the SCIM handlers need from storage: the bearer token's
+// organisation and the users its provider keeps.
+type scimStore interface {
+	CreateSCIMUser(ctx context.Context, orgID string, w store.SCIMWrite) (*store.SCIMUser, error)
+	DeleteSCIMUser(ctx context.Context, orgID, userID string, check func(*store.SCIMUser) error) (*store.SCIMChange, error)
+	SCIMTokenOrg(ctx context.Context, hash string) (string, error)
+	SCIMUser(ctx context.Context, orgID, userID string) (*store.SCIMUser, error)
+	SCIMUsers(ctx context.Context, orgID string, conds []store.SCIMCondition, offset, limit int) ([]*store.SCIMUser, int, error)
+	UpdateSCIMUser(ctx context.Context, orgID, userID string, change func(*store.SCIMUser) (store.SCIMWrite, error)) (*store.SCIMChange, error)
+}
+
+var _ scimStore = (*store.Store)(nil)
 
 // kept is what the store keeps of a SCIM user beyond the account's own
 // columns: the attributes answered back to the identity provider.
@@ -149,7 +163,7 @@ func (s *Server) scimListUsers(w http.ResponseWriter, r *http.Request, c *scimCa
 			return err
 		}
 	}
-	users, total, err := s.store.SCIMUsers(r.Context(), c.orgID, conds, start-1, count)
+	users, total, err := s.scimDB.SCIMUsers(r.Context(), c.orgID, conds, start-1, count)
 	if err != nil {
 		return err
 	}
@@ -222,7 +236,7 @@ func scimConditions(filter string) ([]store.SCIMCondition, error) {
 // scimGetUser serves GET /Users/{id}; 304 when If-None-Match holds its
 // version.
 func (s *Server) scimGetUser(w http.ResponseWriter, r *http.Request, c *scimCall) error {
-	su, err := s.store.SCIMUser(r.Context(), c.orgID, r.PathValue("id"))
+	su, err := s.scimDB.SCIMUser(r.Context(), c.orgID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -250,7 +264,7 @@ func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request, c *scimC
 		s.scimRefused(r, c, "", write.Email, err)
 		return err
 	}
-	su, err := s.store.CreateSCIMUser(r.Context(), c.orgID, write)
+	su, err := s.scimDB.CreateSCIMUser(r.Context(), c.orgID, write)
 	if err != nil {
 		return err
 	}
@@ -294,7 +308,7 @@ func (s *Server) scimPatchUser(w http.ResponseWriter, r *http.Request, c *scimCa
 // organisation's verified domains, is refused (and audited).
 func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall, change func(*store.SCIMUser) (scim.User, error)) error {
 	var refused *store.SCIMUser
-	ch, err := s.store.UpdateSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) (store.SCIMWrite, error) {
+	ch, err := s.scimDB.UpdateSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) (store.SCIMWrite, error) {
 		if err := s.idpMayManage(scimAccount(su)); err != nil {
 			refused = su
 			return store.SCIMWrite{}, err
@@ -360,7 +374,7 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 // of theirs ends now, their WebSockets on every instance with it.
 func (s *Server) scimDeleteUser(w http.ResponseWriter, r *http.Request, c *scimCall) error {
 	var refused *store.SCIMUser
-	ch, err := s.store.DeleteSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) error {
+	ch, err := s.scimDB.DeleteSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) error {
 		if err := s.idpMayManage(scimAccount(su)); err != nil {
 			refused = su
 			return err

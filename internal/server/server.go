@@ -46,13 +46,7 @@ type Options struct {
 	Store   *store.Store
 	Logger  *slog.Logger
 	Limiter perch.RateLimiter
-	// Metrics receives the server's collectors; /metrics serves it, only to
-	// "Authorization: Bearer <MetricsToken>" when MetricsToken is set, and
-	// only through MetricsHandler (on a listener of its own) when
-	// SeparateMetrics is set: the main handler then answers /metrics 404.
-	Metrics         *prometheus.Registry
-	MetricsToken    string
-	SeparateMetrics bool
+	Metrics MetricsOptions
 	// Mailer sends account and invitation mail.
 	Mailer mail.Sender
 	// MailSettings is where mail goes, for the admins' e-mail settings: the
@@ -76,45 +70,85 @@ type Options struct {
 	Regions        []perch.Region // every region, for GET /api/v1/regions; empty: this one alone
 	AdminEmails    []string       // platform admins by address, besides those granted in the store
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
-	UserLimit      perch.Limit    // per signed-in user, on authenticated endpoints
-	AuthLimit      perch.Limit    // per client IP, on sign-in endpoints
 	PasswordParams auth.Params
 
-	AnonymousBroadcast bool        // token-less receiver calls broadcast (else 401)
-	BroadcastLimit     perch.Limit // per client IP, on the notifications of token-less receiver calls
-	// MaxDeliveryNotifications caps the notifications one delivery may make
-	// (a PagerDuty V2 delivery carries a list); 0 means the default, 100.
-	MaxDeliveryNotifications int
-	// How long a request body may take to arrive once the headers are in:
-	// on the receivers, and elsewhere. 0 means the defaults, 10 s and 30 s.
-	ReceiverBodyTimeout, BodyTimeout time.Duration
-	GitHubSecret                     string // checks X-Hub-Signature-256 when set
-	PagerDutySecret                  string // checks X-PagerDuty-Signature when set
+	Limits   LimitOptions
+	Webhooks WebhookOptions
+	Billing  BillingOptions
+	SSO      SSOOptions
 
-	// Billing is the payment provider of checkout and the portal; nil is
-	// billing off (self-hosting: trials never end, admins set plans).
-	Billing billing.Provider
-	// The payment receivers' secrets: a receiver without its secret
-	// refuses every delivery (payment events are never taken unsigned).
-	StripeWebhookSecret, PaddleWebhookSecret string
-	// PaymentLimit is the payment receivers' allowance per client address;
-	// zero means DefaultPaymentLimit.
-	PaymentLimit perch.Limit
 	// Worker carries out the workflows' jobs, which the receivers wake it
 	// for; nil: nothing is woken (the caller's worker polls). Runs records
 	// workflow runs and stats; nil: New makes one, and Close waits for it
 	// either way.
 	Worker *worker.Worker
 	Runs   *worker.Recorder
-	// SSOAnyDomain lets an organisation's identity provider (SAML
-	// just-in-time accounts, SCIM) make accounts for addresses outside the
-	// organisation's verified domains (PERCH_SSO_ANY_DOMAIN), for a
-	// single-company server. Those accounts' mailboxes are still not
-	// proven.
-	SSOAnyDomain bool
+	// Now is the server's clock (token expiry, rate-limit headers, when a
+	// token was last used); nil means time.Now. Tests pass one they move.
+	Now func() time.Time
+
+	// WakeupHealth reports whether the wake-up channel between instances
+	// works (nil error) or not; /readyz shows it as its "wakeups" check,
+	// which leaves the instance ready (delivery goes on without wake-ups)
+	// but says "degraded". nil: no such check.
+	WakeupHealth func() error
+}
+
+// MetricsOptions configures the Prometheus metrics: Registry receives the
+// server's collectors, and /metrics serves it, only to "Authorization:
+// Bearer <Token>" when Token is set, and only through MetricsHandler (on a
+// listener of its own) when Separate is set: the main handler then answers
+// /metrics 404. A nil Registry: New makes one.
+type MetricsOptions struct {
+	Registry *prometheus.Registry
+	Token    string
+	Separate bool
+}
+
+// LimitOptions configures the rate limits of the API's callers and how long
+// a request body may take.
+type LimitOptions struct {
+	User perch.Limit // per signed-in user, on authenticated endpoints
+	Auth perch.Limit // per client IP, on sign-in endpoints
+	// BodyTimeout is how long a request body may take to arrive once the
+	// headers are in, but on the receivers; 0 means the default, 30 s.
+	BodyTimeout time.Duration
+}
+
+// WebhookOptions configures the senders' receivers (/webhooks/…): their
+// signatures, broadcasts and bounds.
+type WebhookOptions struct {
+	GitHubSecret    string // checks X-Hub-Signature-256 when set
+	PagerDutySecret string // checks X-PagerDuty-Signature when set
+	// ReceiverBodyTimeout is how long a receiver's request body may take to
+	// arrive once the headers are in; 0 means the default, 10 s.
+	ReceiverBodyTimeout time.Duration
+	// MaxDeliveryNotifications caps the notifications one delivery may make
+	// (a PagerDuty V2 delivery carries a list); 0 means the default, 100.
+	MaxDeliveryNotifications int
+	AnonymousBroadcast       bool        // token-less receiver calls broadcast (else 401)
+	BroadcastLimit           perch.Limit // per client IP, on the notifications of token-less receiver calls
+}
+
+// BillingOptions configures payments: the provider of checkout and the
+// portal, and its webhooks.
+type BillingOptions struct {
+	// Provider is the payment provider of checkout and the portal; nil is
+	// billing off (self-hosting: trials never end, admins set plans).
+	Provider billing.Provider
+	// The payment receivers' secrets: a receiver without its secret
+	// refuses every delivery (payment events are never taken unsigned).
+	StripeWebhookSecret, PaddleWebhookSecret string
+	// PaymentLimit is the payment receivers' allowance per client address;
+	// zero means DefaultPaymentLimit.
+	PaymentLimit perch.Limit
 	// PricePlans maps both providers' price ids to plan slugs.
 	PricePlans map[string]string
+}
 
+// SSOOptions configures sign-in through other parties: GitHub and Google,
+// and organisations' SAML identity providers and their domains.
+type SSOOptions struct {
 	// GitHub and Google are the apps of sign-in with those providers
 	// (docs/DESIGN.md, GitHub and Google); a provider without a client id
 	// and secret is not offered, and its routes answer 404.
@@ -128,21 +162,17 @@ type Options struct {
 	// metadata from a loopback address, which it otherwise refuses with
 	// every private, link-local and shared one (tests).
 	SAMLMetadataLoopback bool
-
-	// Now is the server's clock (token expiry, rate-limit headers, when a
-	// token was last used); nil means time.Now. Tests pass one they move.
-	Now func() time.Time
-
-	// WakeupHealth reports whether the wake-up channel between instances
-	// works (nil error) or not; /readyz shows it as its "wakeups" check,
-	// which leaves the instance ready (delivery goes on without wake-ups)
-	// but says "degraded". nil: no such check.
-	WakeupHealth func() error
+	// AnyDomain lets an organisation's identity provider (SAML just-in-time
+	// accounts, SCIM) make accounts for addresses outside the
+	// organisation's verified domains (PERCH_SSO_ANY_DOMAIN), for a
+	// single-company server. Those accounts' mailboxes are still not
+	// proven.
+	AnyDomain bool
 }
 
 // Server is Perch's HTTP handler.
 type Server struct {
-	store   *store.Store
+	stores  // storage, by what each handler group needs of it (stores.go)
 	log     *slog.Logger
 	limiter perch.RateLimiter
 	metrics *metrics
@@ -168,7 +198,7 @@ type Server struct {
 	touches *tokenTouches               // webhook tokens' last use, written in batches
 	replays replaySlots                 // WebSocket replays under way, per user
 	prom    http.Handler                // the Prometheus registry, in its text format
-	scraper [sha256.Size]byte           // SHA-256 of MetricsToken
+	scraper [sha256.Size]byte           // SHA-256 of Options.Metrics.Token
 
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
@@ -187,28 +217,27 @@ type Server struct {
 
 // New returns a Server with every route in place.
 func New(o Options) *Server {
-	if o.Metrics == nil {
-		o.Metrics = prometheus.NewRegistry()
+	if o.Metrics.Registry == nil {
+		o.Metrics.Registry = prometheus.NewRegistry()
 	}
-	if o.MaxDeliveryNotifications <= 0 {
-		o.MaxDeliveryNotifications = DefaultMaxDeliveryNotifications
+	if o.Webhooks.MaxDeliveryNotifications <= 0 {
+		o.Webhooks.MaxDeliveryNotifications = DefaultMaxDeliveryNotifications
 	}
-	o.ReceiverBodyTimeout = cmp.Or(o.ReceiverBodyTimeout, receiverBodyTimeout)
-	o.BodyTimeout = cmp.Or(o.BodyTimeout, defaultBodyTimeout)
-	if o.PaymentLimit.Count <= 0 || o.PaymentLimit.Period <= 0 {
-		o.PaymentLimit = DefaultPaymentLimit
+	o.Webhooks.ReceiverBodyTimeout = cmp.Or(o.Webhooks.ReceiverBodyTimeout, receiverBodyTimeout)
+	o.Limits.BodyTimeout = cmp.Or(o.Limits.BodyTimeout, defaultBodyTimeout)
+	if o.Billing.PaymentLimit.Count <= 0 || o.Billing.PaymentLimit.Period <= 0 {
+		o.Billing.PaymentLimit = DefaultPaymentLimit
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.LookupTXT == nil {
-		o.LookupTXT = net.DefaultResolver.LookupTXT
+	if o.SSO.LookupTXT == nil {
+		o.SSO.LookupTXT = net.DefaultResolver.LookupTXT
 	}
 	s := &Server{
-		store:   o.Store,
 		log:     o.Logger,
 		limiter: o.Limiter,
-		metrics: newMetrics(o.Metrics, o.Ingest, o.Hub),
+		metrics: newMetrics(o.Metrics.Registry, o.Ingest, o.Hub),
 		opts:    o,
 		admins:  map[string]bool{},
 		mux:     http.NewServeMux(),
@@ -223,11 +252,12 @@ func New(o Options) *Server {
 		runs:    o.Runs,
 		worker:  o.Worker,
 		touches: newTokenTouches(o.Store, o.Logger),
-		prom:    promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{}),
-		scraper: sha256.Sum256([]byte(o.MetricsToken)),
+		prom:    promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{}),
+		scraper: sha256.Sum256([]byte(o.Metrics.Token)),
 
 		instance: rand.Text(),
 	}
+	s.stores = newStores(o.Store)
 	// The event loop starts with the server, not with the first
 	// WebSocket: a failure is then answered by /ws as it comes.
 	if s.ws, s.wsErr = wsloop.Start(o.Hub, o.Now, s.receipt); s.wsErr != nil {

@@ -34,10 +34,10 @@ func (s *Server) idpMayManage(u *perch.User) error {
 // one of the organisation's verified domains (compared exactly: a
 // subdomain is a domain of its own) or the operator allows any domain.
 func (s *Server) idpMayCreate(ctx context.Context, orgID, email string) error {
-	if s.opts.SSOAnyDomain {
+	if s.opts.SSO.AnyDomain {
 		return nil
 	}
-	ok, err := s.store.DomainVerified(ctx, orgID, perch.EmailDomain(email))
+	ok, err := s.ssoDB.DomainVerified(ctx, orgID, perch.EmailDomain(email))
 	if err != nil || ok {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) idpMayCreate(ctx context.Context, orgID, email string) error {
 // the default role. An account of another organisation, or a platform
 // admin, is refused.
 func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdentity) (*perch.User, error) {
-	u, _, err := s.store.UserCredentials(r.Context(), id.Email)
+	u, _, err := s.ssoDB.UserCredentials(r.Context(), id.Email)
 	switch perch.ErrorCode(err) {
 	case "":
 		if u.OrgID != cfg.OrgID {
@@ -74,7 +74,7 @@ func (s *Server) samlUser(r *http.Request, cfg *store.SAMLConfig, id *samlIdenti
 	if perch.ValidateName(p, name); len(p) > 0 {
 		name, _, _ = strings.Cut(id.Email, "@")
 	}
-	u, err = s.store.CreateSSOUser(r.Context(), cfg.OrgID, id.Email, name, cfg.DefaultRole)
+	u, err = s.ssoDB.CreateSSOUser(r.Context(), cfg.OrgID, id.Email, name, cfg.DefaultRole)
 	if err != nil {
 		if perch.ErrorCode(err) == perch.ECONFLICT {
 			return nil, refuse("%s", perch.ErrorMessage(err))
@@ -94,7 +94,7 @@ func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) e
 	if u.OrgRole == perch.RoleOwner {
 		return nil
 	}
-	enforced, err := s.store.SSOEnforced(ctx, u.OrgID)
+	enforced, err := s.ssoDB.SSOEnforced(ctx, u.OrgID)
 	if err != nil || !enforced {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) ssoRefusal(ctx context.Context, u *perch.User, method string) e
 // on every instance. Called when enforcement starts, and when someone
 // becomes bound by it (joins the organisation, or stops being an owner).
 func (s *Server) ssoBinds(r *http.Request, orgID, userID string) error {
-	ended, err := s.store.EndSignInsBoundBySSO(r.Context(), orgID, userID)
+	ended, err := s.ssoDB.EndSignInsBoundBySSO(r.Context(), orgID, userID)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
-	"github.com/perch-dev/perch/internal/store"
 )
 
 // Cached webhook tokens are trusted this long at most; every change that can
@@ -36,7 +35,7 @@ func newTokenCache() *tokenCache { return &tokenCache{entries: map[string]*cache
 
 // lookup returns the token with the hash and whether its last use should be
 // recorded now (at most once a minute per token and instance).
-func (c *tokenCache) lookup(ctx context.Context, st *store.Store, hash string, now time.Time) (*perch.WebhookToken, bool, error) {
+func (c *tokenCache) lookup(ctx context.Context, st webhookStore, hash string, now time.Time) (*perch.WebhookToken, bool, error) {
 	c.mu.Lock()
 	e, gen := c.entries[hash], c.gen
 	if e != nil && now.Sub(e.fetched) < tokenCacheTTL {

@@ -118,7 +118,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	}
 	u := p.User
 	// A handshake is a request like any other, and a replay can be large.
-	if err := s.allowRate(w, r, s.opts.UserLimit, userKey(u.ID), 1); err != nil {
+	if err := s.allowRate(w, r, s.opts.Limits.User, userKey(u.ID), 1); err != nil {
 		return err
 	}
 	// Checked here, before the library sees the request, so that a
@@ -141,7 +141,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer s.replays.release(u.ID)
 	}
-	audience, err := s.store.Audience(r.Context(), u)
+	audience, err := s.notificationDB.Audience(r.Context(), u)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func handshakeRefusal(w http.ResponseWriter, status int, reason string) error {
 // since nothing is replayed, but the newest visible id still counts as had:
 // the ready frame tells the client, so it can resume from there.
 func (s *Server) replay(ctx context.Context, so *wsloop.Socket, a *perch.Audience, since string) error {
-	st := s.store
+	st := s.notificationDB
 	replayed, gap := 0, false
 	if since != "" {
 		var last int64

@@ -92,7 +92,7 @@ func TestFramesSentWithTheHandshakeAreKept(t *testing.T) {
 // bounded.
 func TestHandshakesCountAgainstTheUsersLimit(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.UserLimit = perch.Limit{Count: 3, Period: time.Hour} })
+	a := newAPI(t, storetest.New(t, store.SQLite), func(o *Options) { o.Limits.User = perch.Limit{Count: 3, Period: time.Hour} })
 	ts := a.live()
 	ada := a.register("Ada")
 	for range 3 {

@@ -27,9 +27,9 @@ func TestDashboardBilling(t *testing.T) {
 		base := "http://" + ln.Addr().String()
 		e := newSiteOn(t, ln, s, func(o *server.Options) {
 			o.BaseURL = base
-			o.Billing = billing.NewPaddle("pdl_test_key", fake.URL(), billing.Prices{"team": "pri_team"}, nil)
-			o.PaddleWebhookSecret = "pdl_ntfset_test"
-			o.PricePlans = map[string]string{"pri_team": "team"}
+			o.Billing.Provider = billing.NewPaddle("pdl_test_key", fake.URL(), billing.Prices{"team": "pri_team"}, nil)
+			o.Billing.PaddleWebhookSecret = "pdl_ntfset_test"
+			o.Billing.PricePlans = map[string]string{"pri_team": "team"}
 		})
 		e.clock.Advance(time.Since(e.clock.Now())) // the browser's cookie jar keeps the real time
 		owner := samltest.NewBrowser(t)

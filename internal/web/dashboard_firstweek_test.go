@@ -69,7 +69,7 @@ func TestDashboardTryItWorksForEverySender(t *testing.T) {
 	for _, signed := range []bool{false, true} {
 		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
 			if signed {
-				o.GitHubSecret, o.PagerDutySecret = secret, secret
+				o.Webhooks.GitHubSecret, o.Webhooks.PagerDutySecret = secret, secret
 			}
 		})
 		b := newBrowser(t, a.ts)
@@ -137,7 +137,7 @@ func TestDashboardTellsAdminsAboutBroadcasts(t *testing.T) {
 	t.Parallel()
 	const notice = "PERCH_ANONYMOUS_BROADCAST=false"
 	for _, on := range []bool{true, false} {
-		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.AnonymousBroadcast = on })
+		a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) { o.Webhooks.AnonymousBroadcast = on })
 		admin, member := newBrowser(t, a.ts), newBrowser(t, a.ts)
 		signUpInBrowser(t, admin, "root") // root@example.com is in AdminEmails, once confirmed
 		link, _ := url.Parse(a.mail.WaitFor(t, "root@example.com").Link())
@@ -196,7 +196,7 @@ func TestDashboardIsHonestAboutMail(t *testing.T) {
 func TestDashboardErrorPagesAreForPeople(t *testing.T) {
 	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite), func(o *server.Options) {
-		o.AuthLimit = perch.Limit{Count: 1, Period: time.Minute}
+		o.Limits.Auth = perch.Limit{Count: 1, Period: time.Minute}
 	})
 	b := newBrowser(t, a.ts)
 	html := func(p *page) {

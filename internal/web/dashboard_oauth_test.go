@@ -25,9 +25,9 @@ func oauthSite(t *testing.T) (*site, *apitest.GitHub, *apitest.Google) {
 		o.BaseURL = base
 		gh = apitest.StartGitHub(t, base)
 		google = apitest.StartGoogle(t, o.Now)
-		o.GitHub = server.GitHubApp{ClientID: gh.ClientID, ClientSecret: gh.ClientSecret, URL: gh.URL, APIURL: gh.URL}
+		o.SSO.GitHub = server.GitHubApp{ClientID: gh.ClientID, ClientSecret: gh.ClientSecret, URL: gh.URL, APIURL: gh.URL}
 		cfg := google.Config()
-		o.Google = server.GoogleApp{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Issuer: cfg.Issuer}
+		o.SSO.Google = server.GoogleApp{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Issuer: cfg.Issuer}
 	})
 	return a, gh, google
 }

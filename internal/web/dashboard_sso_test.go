@@ -39,8 +39,8 @@ func newSSOSite(t *testing.T, s *store.Store) *ssoSite {
 	}
 	e := &ssoSite{base: "http://" + ln.Addr().String(), dns: map[string][]string{}}
 	e.site = newSiteOn(t, ln, s, func(o *server.Options) {
-		o.BaseURL, o.Secrets, o.SAMLMetadataLoopback = e.base, box, true
-		o.LookupTXT = func(_ context.Context, name string) ([]string, error) {
+		o.BaseURL, o.Secrets, o.SSO.SAMLMetadataLoopback = e.base, box, true
+		o.SSO.LookupTXT = func(_ context.Context, name string) ([]string, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if r, ok := e.dns[name]; ok {

@@ -86,22 +86,26 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 	cfg.From = "Perch <perch@example.com>"
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	o := server.Options{
-		Store:              s,
-		Logger:             logger,
-		Metrics:            prometheus.NewRegistry(),
-		Fanout:             fanout.NewLocal(),
-		Hub:                hub.New(),
-		BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
-		AnonymousBroadcast: true,
-		Mailer:             mail.NewMailer(mail.StaticSource(cfg, true), s, nil, logger),
-		Limiter:            limits,
-		BaseURL:            "http://perch.test",
-		AdminEmails:        []string{"root@example.com"},
+		Store:   s,
+		Logger:  logger,
+		Metrics: server.MetricsOptions{Registry: prometheus.NewRegistry()},
+		Fanout:  fanout.NewLocal(),
+		Hub:     hub.New(),
+		Webhooks: server.WebhookOptions{
+			BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
+			AnonymousBroadcast: true,
+		},
+		Mailer:      mail.NewMailer(mail.StaticSource(cfg, true), s, nil, logger),
+		Limiter:     limits,
+		BaseURL:     "http://perch.test",
+		AdminEmails: []string{"root@example.com"},
 		// call says where a request comes from through this proxy (see
 		// call), as a load balancer in front of Perch would.
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		UserLimit:      perch.Limit{Count: 1000, Period: time.Minute},
-		AuthLimit:      perch.Limit{Count: 1000, Period: time.Minute},
+		Limits: server.LimitOptions{
+			User: perch.Limit{Count: 1000, Period: time.Minute},
+			Auth: perch.Limit{Count: 1000, Period: time.Minute},
+		},
 		PasswordParams: fastHashes,
 		Now:            clock.Now,
 	}
@@ -131,9 +135,9 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 
 	// As serve.go: the dashboard beside the API, one middleware around both.
 	dashboard := web.New(web.Options{API: srv.API(), BaseURL: o.BaseURL, Logger: logger,
-		MailOutbox: outbox, AnonymousBroadcast: o.AnonymousBroadcast,
-		GitHubSigned: o.GitHubSecret != "", PagerDutySigned: o.PagerDutySecret != "", SignInProviders: srv.SignInProviders(), Now: clock.Now,
-		Billing: o.Billing != nil})
+		MailOutbox: outbox, AnonymousBroadcast: o.Webhooks.AnonymousBroadcast,
+		GitHubSigned: o.Webhooks.GitHubSecret != "", PagerDutySigned: o.Webhooks.PagerDutySecret != "", SignInProviders: srv.SignInProviders(), Now: clock.Now,
+		Billing: o.Billing.Provider != nil})
 	ts := httptest.NewUnstartedServer(srv.WithPages(dashboard))
 	ts.Listener.Close()
 	ts.Listener = ln
@@ -145,7 +149,7 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 		unsubscribe()
 	})
 	client := &http.Client{Transport: ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &site{t: t, srv: srv, ts: ts, http: client, store: s, clock: clock, logs: logs, mail: smtp, metrics: o.Metrics}
+	return &site{t: t, srv: srv, ts: ts, http: client, store: s, clock: clock, logs: logs, mail: smtp, metrics: o.Metrics.Registry}
 }
 
 // response is an answer with its body decoded when it is JSON.
