@@ -23,6 +23,7 @@ type tokenTouches struct {
 	hurry    chan struct{} // ends the wait of a batch at once (wait)
 	mu       sync.Mutex
 	pending  map[string]time.Time // token id → when it was used
+	written  map[string]time.Time // token id → the use last written, for touchInterval
 	flushing bool
 	done     sync.WaitGroup
 }
@@ -34,13 +35,18 @@ const touchLinger = time.Second
 const touchInterval = time.Minute
 
 func newTokenTouches(st *store.Store, log *slog.Logger) *tokenTouches {
-	return &tokenTouches{store: st, log: log, hurry: make(chan struct{}, 1), pending: map[string]time.Time{}}
+	return &tokenTouches{store: st, log: log, hurry: make(chan struct{}, 1), pending: map[string]time.Time{}, written: map[string]time.Time{}}
 }
 
-// add notes that the token id was used at.
+// add notes that the token id was used at, unless a use less than
+// touchInterval before it was written already: the store would leave the
+// row as it is, so the write is not even tried.
 func (tt *tokenTouches) add(id string, at time.Time) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	if w, ok := tt.written[id]; ok && at.Sub(w) < touchInterval {
+		return
+	}
 	if prev, ok := tt.pending[id]; !ok || at.After(prev) {
 		tt.pending[id] = at
 	}
@@ -71,10 +77,28 @@ func (tt *tokenTouches) flush() {
 		tt.pending = map[string]time.Time{}
 		tt.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := tt.store.TouchWebhookTokens(ctx, uses, touchInterval); err != nil {
-			tt.log.Warn("recording when webhook tokens were last used failed", "tokens", len(uses), "err", err)
-		}
+		err := tt.store.TouchWebhookTokens(ctx, uses, touchInterval)
 		cancel()
+		if err != nil {
+			tt.log.Warn("recording when webhook tokens were last used failed", "tokens", len(uses), "err", err)
+			continue
+		}
+		var latest time.Time // by the clock the uses were noted with
+		for _, at := range uses {
+			if at.After(latest) {
+				latest = at
+			}
+		}
+		tt.mu.Lock()
+		for id, at := range tt.written {
+			if latest.Sub(at) >= touchInterval {
+				delete(tt.written, id) // long written: the store decides again
+			}
+		}
+		for id, at := range uses {
+			tt.written[id] = at
+		}
+		tt.mu.Unlock()
 	}
 }
 
