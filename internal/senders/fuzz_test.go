@@ -2,33 +2,14 @@ package senders
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/testenv"
 )
-
-// seeds returns every payload under testdata/dir, keyed by file name.
-func seeds(f *testing.F, dir string) map[string][]byte {
-	f.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seeds in testdata/%s: %v", dir, err)
-	}
-	out := make(map[string][]byte, len(files))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		out[filepath.Base(name)] = b
-	}
-	return out
-}
 
 // checkParsed is the property every parser keeps on any input: a bad request
 // with a message, or a result whose events can be stored and shown as they
@@ -83,7 +64,7 @@ func checkParsed(t *testing.T, res Result, err error, source string) {
 }
 
 func FuzzInbound(f *testing.F) {
-	for _, b := range seeds(f, "inbound") {
+	for _, b := range testenv.Seeds(f, "inbound") {
 		f.Add(b)
 	}
 	for _, s := range []string{``, `{}`, `[]`, `null`, `{"title":1}`, `{"title":"t","severity":"fatal"}`, `{"title":"\u0000"}`} {
@@ -96,7 +77,7 @@ func FuzzInbound(f *testing.F) {
 }
 
 func FuzzPagerDuty(f *testing.F) {
-	for _, b := range seeds(f, "pagerduty") {
+	for _, b := range testenv.Seeds(f, "pagerduty") {
 		f.Add("", b)
 		f.Add("hdr-1", b)
 	}
@@ -111,7 +92,7 @@ func FuzzPagerDuty(f *testing.F) {
 }
 
 func FuzzGitHub(f *testing.F) {
-	for name, b := range seeds(f, "github") {
+	for name, b := range testenv.Seeds(f, "github") {
 		kind, _, _ := strings.Cut(name, ".")
 		f.Add(kind, false, b)
 	}
@@ -130,7 +111,7 @@ func FuzzGitHub(f *testing.F) {
 }
 
 func FuzzDatadog(f *testing.F) {
-	for _, b := range seeds(f, "datadog") {
+	for _, b := range testenv.Seeds(f, "datadog") {
 		f.Add(b)
 	}
 	for _, s := range []string{`{"title":"[Triggered on {a:b}]"}`, `{"title":"[[]]"}`, `{"title":"[é] [No Data"}`, `{"title":1e400}`} {

@@ -10,28 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
-// seeds returns every payload under testdata/dir, keyed by file name.
-func seeds(f *testing.F, dir string) map[string][]byte {
-	f.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seeds in testdata/%s: %v", dir, err)
-	}
-	out := make(map[string][]byte, len(files))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		out[filepath.Base(name)] = b
-	}
-	return out
-}
-
 func FuzzStripeEvent(f *testing.F) {
-	for _, b := range seeds(f, "stripe") {
+	for _, b := range testenv.Seeds(f, "stripe") {
 		f.Add(b)
 	}
 	for _, b := range sharedBillingSeeds(f, "stripe") {
@@ -48,7 +31,7 @@ func FuzzStripeEvent(f *testing.F) {
 }
 
 func FuzzPaddleEvent(f *testing.F) {
-	for _, b := range seeds(f, "paddle") {
+	for _, b := range testenv.Seeds(f, "paddle") {
 		f.Add(b)
 	}
 	for _, b := range sharedBillingSeeds(f, "paddle") {
