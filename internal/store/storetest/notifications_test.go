@@ -223,26 +223,44 @@ func TestInsertNotificationsWithoutKeysAnswersTheirIDs(t *testing.T) {
 }
 
 // BenchmarkInsertNotifications is the ingest writer's cost per notification
-// at group-commit batch sizes: a lone delivery, a typical batch, one full
-// statement, and the writer's largest batch (four statements).
+// at group-commit batch sizes, on each database: a lone delivery, a typical
+// batch, one full statement, and the writer's largest batch; and a batch
+// whose rows carry dedupe keys (on PostgreSQL, the statement that checks
+// them).
 func BenchmarkInsertNotifications(b *testing.B) {
-	for _, size := range []int{1, 10, 64, 256} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			s := storetest.New(b, store.SQLite)
-			batch := make([]store.NewNotification, size)
-			for i := range batch {
-				batch[i] = store.NewNotification{Notification: perch.Notification{Title: "Deploy finished", Message: "api v1.2.3 is live",
-					Tab: "Deploys", Severity: "info", Source: "inbound", Scope: perch.Scope{Type: perch.ScopeOrg, ID: "org_1"}}}
+	for _, dialect := range []store.Dialect{store.SQLite, store.Postgres} {
+		for _, c := range []struct {
+			size  int
+			keyed bool
+		}{{1, false}, {10, false}, {64, false}, {256, false}, {64, true}} {
+			name := fmt.Sprintf("%s/batch=%d", dialect, c.size)
+			if c.keyed {
+				name += "/keyed"
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := s.InsertNotifications(context.Background(), batch, nil); err != nil {
-					b.Fatal(err)
+			b.Run(name, func(b *testing.B) {
+				s := storetest.New(b, dialect)
+				batch := make([]store.NewNotification, c.size)
+				for i := range batch {
+					batch[i] = store.NewNotification{Notification: perch.Notification{Title: "Deploy finished", Message: "api v1.2.3 is live",
+						Tab: "Deploys", Severity: "info", Source: "inbound", Scope: perch.Scope{Type: perch.ScopeOrg, ID: "org_1"}}}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/notification")
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				n := 0
+				for b.Loop() {
+					if c.keyed {
+						for i := range batch {
+							n++
+							batch[i].DedupeKey = "bench|" + strconv.Itoa(n)
+						}
+					}
+					if _, err := s.InsertNotifications(context.Background(), batch, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.size), "ns/notification")
+			})
+		}
 	}
 }
 
