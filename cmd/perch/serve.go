@@ -23,6 +23,7 @@ import (
 	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/fanout"
 	"github.com/perch-dev/perch/internal/feed"
+	"github.com/perch-dev/perch/internal/heartbeat"
 	"github.com/perch-dev/perch/internal/hub"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
@@ -249,7 +250,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer func() { stopJobs(); jobs.Wait() }()
 	jobs.Go(func() { prune(jobsCtx, st, c.Retention, c.AuditRetention, logger) })
 	jobs.Go(func() { billingJobs(jobsCtx, st, srv, logger) })
-	jobs.Go(func() { heartbeat(jobsCtx, srv, logger) })
+	beats := &heartbeat.Beater{Store: st, ID: heartbeat.NewID(), Clients: h.Len, Log: logger}
+	jobs.Go(func() { beats.Run(jobsCtx, heartbeat.Every) })
 
 	errc := make(chan error, len(servers))
 	var serving sync.WaitGroup
@@ -457,24 +459,6 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 		})
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("scheduling the pruning job failed", "err", err)
-		}
-	}
-}
-
-// heartbeat records this instance's connected clients in the database at
-// once and every server.HeartbeatEvery until ctx ends, for the admin
-// metrics; the server's Close deletes the record.
-func heartbeat(ctx context.Context, srv *server.Server, logger *slog.Logger) {
-	t := time.NewTicker(server.HeartbeatEvery)
-	defer t.Stop()
-	for {
-		if err := srv.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			logger.Warn("recording this instance's heartbeat failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
 		}
 	}
 }

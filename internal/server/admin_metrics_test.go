@@ -1,13 +1,17 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"testing"
 	"time"
 
+	"github.com/perch-dev/perch/internal/heartbeat"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // summary is GET /admin/metrics/summary with the credential token.
@@ -77,7 +81,8 @@ func TestAdminMetricsSummary(t *testing.T) {
 }
 
 // TestConnectedClientsAreSummedAcrossInstances: two servers over one
-// database, each with a WebSocket client, each reporting its own.
+// database, each with WebSocket clients and a heartbeat of its own (as
+// perch serve runs it), each reporting its own count.
 func TestConnectedClientsAreSummedAcrossInstances(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
@@ -90,39 +95,39 @@ func TestConnectedClientsAreSummedAcrossInstances(t *testing.T) {
 		dial(t, tsA, ada.Access, "").ready()
 		dial(t, tsB, bob.Access, "").ready()
 		dial(t, tsB, ada.Access, "").ready()
-		beat := func(x *api) {
-			t.Helper()
-			if err := x.srv.Heartbeat(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		beatsA := &heartbeat.Beater{Store: s, ID: heartbeat.NewID(), Clients: a.srv.hub.Len, Log: slog.New(slog.DiscardHandler)}
+		beatsB := &heartbeat.Beater{Store: s, ID: heartbeat.NewID(), Clients: b.srv.hub.Len, Log: slog.New(slog.DiscardHandler)}
 		clients := func(x *api) any {
 			t.Helper()
 			return x.summary(root.Access)["connected_clients"]
 		}
 
-		beat(a)
-		beat(b)
-		if n, m := clients(a), clients(b); n != 3.0 || m != 3.0 {
-			t.Fatalf("connected_clients = %v from one instance, %v from the other; want 3", n, m)
-		}
-		// An instance that stops takes its clients out of the count.
-		if err := b.srv.Close(t.Context()); err != nil {
+		if err := beatsA.Beat(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+		// B's heartbeat runs as perch serve's does: it beats at once, and
+		// deletes the instance's row when it stops.
+		ctx, stopB := context.WithCancel(t.Context())
+		stopped := make(chan struct{})
+		go func() { beatsB.Run(ctx, time.Hour); close(stopped) }()
+		testenv.Eventually(t, 10*time.Second, func() bool { return clients(a) == 3.0 }, "connected_clients never reached 3 (1 on A, 2 on B)")
+		if n := clients(b); n != 3.0 {
+			t.Fatalf("connected_clients = %v from the other instance; want 3", n)
+		}
+		// An instance that stops takes its clients out of the count.
+		stopB()
+		<-stopped
 		if n := clients(a); n != 1.0 {
 			t.Fatalf("connected_clients = %v after one instance stopped, want 1", n)
-		}
-		beat(b) // a late beat of a stopped instance records nothing
-		if n := clients(a); n != 1.0 {
-			t.Fatalf("connected_clients = %v after a stopped instance's beat, want 1", n)
 		}
 		// An instance not heard from for a minute is not counted.
 		a.clock.Advance(61 * time.Second)
 		if n := clients(a); n != 0.0 {
 			t.Fatalf("connected_clients = %v with no instance heard from lately, want 0", n)
 		}
-		beat(a)
+		if err := beatsA.Beat(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		if n := clients(a); n != 1.0 {
 			t.Fatalf("connected_clients = %v after a beat, want 1", n)
 		}

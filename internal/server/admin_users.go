@@ -24,12 +24,10 @@ type adminStore interface {
 	CountNewsletterSubscribers(ctx context.Context, through time.Time) (int, error)
 	CreateAnnouncement(ctx context.Context, title, body string) (*perch.Announcement, error)
 	DeleteAnnouncement(ctx context.Context, id string) error
-	DropInstance(ctx context.Context, id string) error
 	EachAudit(ctx context.Context, f perch.AuditFilter, fn func(*perch.AuditEntry) error) error
 	EachNewsletterSubscriber(ctx context.Context, through time.Time, fn func(*perch.Subscriber) error) error
 	FeatureFlag(ctx context.Context, key string) (*perch.FeatureFlag, error)
 	FeatureFlags(ctx context.Context) ([]*perch.FeatureFlag, error)
-	Heartbeat(ctx context.Context, id string, clients int) error
 	MetricSeries(ctx context.Context, q perch.MetricQuery) ([]perch.MetricPoint, error)
 	MetricsSummary(ctx context.Context) (*perch.MetricsSummary, error)
 	NewsletterSubscribers(ctx context.Context, page perch.Page) ([]*perch.Subscriber, string, error)

@@ -8,7 +8,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
@@ -209,10 +208,6 @@ type Server struct {
 	forwardResolver netguard.Resolver
 
 	probing sync.Mutex // held by the /readyz that is trying a write
-
-	instance string     // this instance's id in the heartbeats (random)
-	beat     sync.Mutex // orders Heartbeat and Close
-	stopped  bool       // Close has run: no more heartbeats
 }
 
 // New returns a Server with every route in place.
@@ -254,8 +249,6 @@ func New(o Options) *Server {
 		touches: newTokenTouches(o.Store, o.Logger),
 		prom:    promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{}),
 		scraper: sha256.Sum256([]byte(o.Metrics.Token)),
-
-		instance: rand.Text(),
 	}
 	s.stores = newStores(o.Store)
 	// The event loop starts with the server, not with the first
@@ -323,11 +316,9 @@ func (s *Server) routed() http.Handler {
 var apiPaths = []string{"/api/", "/webhooks/", "/scim/", "/ws", "/healthz", "/readyz", "/metrics", "/docs/api"}
 
 // Close ends what the HTTP server's Shutdown does not: it closes every
-// WebSocket with 1001 (going away) so clients reconnect elsewhere, deletes
-// this instance's heartbeat, and waits for those connections and for mail
-// being sent, or for ctx.
+// WebSocket with 1001 (going away) so clients reconnect elsewhere, and
+// waits for those connections and for mail being sent, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
-	s.forgetInstance(ctx)
 	s.providerHTTP.CloseIdleConnections()
 	if s.hub != nil {
 		s.hub.DropAll(hub.ReasonShutdown)
