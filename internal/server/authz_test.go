@@ -226,50 +226,70 @@ func (c authzCase) changes(want int) bool {
 // TestAuthorizationMatrix walks every route as every kind of caller and
 // checks the status; and that nothing answered to the outsider names the
 // other organisation. Cases that may change their world get a fresh one;
-// the rest share one, built once per backend.
+// the rest share one. The cases are dealt into authzParts parts, each run
+// in parallel on a server and database of its own (per backend), in the
+// order they are listed: what one case does to its server can reach only
+// the cases after it in its part.
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		a, _ := newOAuthAPI(t, s)
-		n, worlds := 0, 1
-		shared := newWorld(a, 0)
-		for _, c := range authzCases {
-			for i, role := range authzRoles {
-				n++
-				w := shared
-				if c.changes(c.want[i]) {
-					worlds++
-					w = newWorld(a, n)
-				}
-				path := w.fill(c.path)
-				var body any = c.body
-				if f, ok := c.body.(func(*world) any); ok {
-					body = f(w)
-				}
-				if m, ok := c.body.(map[string]string); ok {
-					filled := map[string]string{}
-					for k, v := range m {
-						filled[k] = w.fill(v)
+	for part := range authzParts {
+		t.Run(fmt.Sprintf("part%d", part+1), func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, func(t *testing.T, s *store.Store) {
+				a, _ := newOAuthAPI(t, s)
+				n, worlds := 0, 1
+				shared := newWorld(a, 0)
+				for ci, c := range authzCases {
+					if ci%authzParts != part {
+						continue
 					}
-					body = filled
-				}
-				token := ""
-				if acc := w.as(role); acc != nil {
-					token = acc.Access
-				}
-				res := a.call(c.method, path, token, body)
-				if res.Status != c.want[i] {
-					t.Errorf("%s %s as %s: status %d, want %d: %s", c.method, c.path, role, res.Status, c.want[i], res.Raw)
-				}
-				if role == "outsider" {
-					for _, secret := range w.secrets() {
-						if strings.Contains(res.Raw, secret) {
-							t.Errorf("%s %s as outsider: the answer contains %q of the other organisation", c.method, c.path, secret)
+					for i, role := range authzRoles {
+						n++
+						w := shared
+						if c.changes(c.want[i]) {
+							worlds++
+							w = newWorld(a, n)
 						}
+						checkAuthz(t, a, c, w, role, c.want[i])
 					}
 				}
+				t.Logf("%d (route, role) cases in %d worlds", n, worlds)
+			})
+		})
+	}
+}
+
+// authzParts is how many parts the matrix's cases are dealt into.
+const authzParts = 4
+
+// checkAuthz sends case c as role in world w and checks the answer.
+func checkAuthz(t *testing.T, a *api, c authzCase, w *world, role string, want int) {
+	t.Helper()
+	path := w.fill(c.path)
+	var body any = c.body
+	if f, ok := c.body.(func(*world) any); ok {
+		body = f(w)
+	}
+	if m, ok := c.body.(map[string]string); ok {
+		filled := map[string]string{}
+		for k, v := range m {
+			filled[k] = w.fill(v)
+		}
+		body = filled
+	}
+	token := ""
+	if acc := w.as(role); acc != nil {
+		token = acc.Access
+	}
+	res := a.call(c.method, path, token, body)
+	if res.Status != want {
+		t.Errorf("%s %s as %s: status %d, want %d: %s", c.method, c.path, role, res.Status, want, res.Raw)
+	}
+	if role == "outsider" {
+		for _, secret := range w.secrets() {
+			if strings.Contains(res.Raw, secret) {
+				t.Errorf("%s %s as outsider: the answer contains %q of the other organisation", c.method, c.path, secret)
 			}
 		}
-		t.Logf("%d (route, role) cases in %d worlds", n, worlds)
-	})
+	}
 }

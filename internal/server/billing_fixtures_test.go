@@ -63,6 +63,7 @@ func TestFixturePayments(t *testing.T) {
 			}
 			// Each in a database of its own: fixtures share customer ids.
 			t.Run(provider+"/"+file, func(t *testing.T) {
+				t.Parallel()
 				storetest.Run(t, func(t *testing.T, s *store.Store) {
 					fake := paddlefake.Start(t, "pdl_test_key")
 					a := newAPI(t, s, withBilling(billing.NewPaddle("pdl_test_key", fake.URL(), paddlePrices, nil)))

@@ -18,10 +18,14 @@ func TestMain(m *testing.M) {
 	// Goroutines running before any test are the packages' own from their
 	// initialisation (the WebSocket library's default engine), not leaks.
 	flag.Parse()
-	// Most tests wait on PostgreSQL's fsyncs, mail and sockets more than
-	// they run: two at a time per processor (four made the race detector's
-	// run of a WebSocket resume test lose connections on two cores).
-	testenv.ParallelPerProcessor(2)
+	// Most tests wait on PostgreSQL, mail and sockets more than they run:
+	// three at a time per processor. (Four, before each test's two
+	// backends ran in parallel, once made the race detector's run of a
+	// WebSocket resume test lose connections on two cores; at twelve at
+	// once, without the race detector, the package took 101 s where it
+	// took 228 s at four, and PostgreSQL's processes then used more of
+	// the processors than the tests did.)
+	testenv.ParallelPerProcessor(3)
 	before := goleak.IgnoreCurrent()
 	code := m.Run()
 	if code == 0 {

@@ -29,12 +29,16 @@ const PostgresURLEnv = "PERCH_TEST_POSTGRES_URL"
 // Backends are the dialects Run covers, in order.
 var Backends = []store.Dialect{store.SQLite, store.Postgres}
 
-// Run calls fn in one subtest per backend, each with a fresh store.
+// Run calls fn in one subtest per backend, each with a fresh store. The
+// subtests run in parallel (each owns its database), after the calling
+// test's function has returned: Run must be the last thing it does, and fn
+// may share only what is read, never written, with the other backend's.
 // The PostgreSQL subtest is skipped, saying why, when the URL is not set.
 func Run(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	t.Helper()
 	for _, b := range Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
 			fn(t, New(t, b))
 		})
 	}
@@ -56,6 +60,7 @@ func RunWithSQLOn(t *testing.T, backends []store.Dialect, fn func(t *testing.T, 
 	t.Helper()
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel() // as Run's
 			dsn := migrated(t, b)
 			s := open(t, b, dsn)
 			db, err := sql.Open(map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "pgx"}[b], dsn)
@@ -178,6 +183,7 @@ func DSN(tb testing.TB, dialect store.Dialect) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("synchronous_commit", "off") // as withDatabase's
 	u.RawQuery = q.Encode()
 	return u.String()
 }

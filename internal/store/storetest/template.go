@@ -288,13 +288,20 @@ func postgresURL(tb testing.TB) string {
 	return base
 }
 
-// withDatabase returns base with its database replaced by name.
+// withDatabase returns base with its database replaced by name, and its
+// commits asynchronous: a test's database need not outlive a crash of the
+// server, and without the wait for the WAL to reach the disk at every
+// commit a test waits only for its statements. What a commit makes
+// visible, and when, is unchanged, and so is everything a test checks.
 func withDatabase(base, name string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", PostgresURLEnv, err)
 	}
 	u.Path = "/" + name
+	q := u.Query()
+	q.Set("synchronous_commit", "off")
+	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
