@@ -36,13 +36,13 @@ func (s *Store) insertPipelined(ctx context.Context, batch []NewNotification, ou
 		cols := unnestColumns(batch)
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(notificationsLock))
-		if cols.keyed {
-			b.Queue(insertUnnestKeyed, cols.scopeType, cols.scopeID, cols.tab, cols.title, cols.message, cols.severity, cols.source,
-				cols.url, ms(now), cols.key)
-		} else {
-			b.Queue(insertUnnest, cols.scopeType, cols.scopeID, cols.tab, cols.title, cols.message, cols.severity, cols.source,
-				cols.url, ms(now))
+		keyed := cols.key != nil
+		query, args := insertUnnest, []any{cols.scopeType, cols.scopeID, cols.tab, cols.title, cols.message, cols.severity,
+			cols.source, cols.url, ms(now)}
+		if keyed {
+			query, args = insertUnnestKeyed, append(args, cols.key)
 		}
+		b.Queue(query, args...)
 		br := c.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			br.Close()
@@ -53,13 +53,13 @@ func (s *Store) insertPipelined(ctx context.Context, batch []NewNotification, ou
 			br.Close()
 			return err
 		}
+		var id int64
+		var key sql.NullString
+		dest := []any{&id, &key}
+		if !keyed {
+			dest = dest[:1]
+		}
 		for rows.Next() {
-			var id int64
-			var key sql.NullString
-			dest := []any{&id, &key}
-			if !cols.keyed {
-				dest = dest[:1]
-			}
 			if err := rows.Scan(dest...); err != nil {
 				rows.Close()
 				br.Close()
@@ -104,11 +104,10 @@ const insertUnnestKeyed = `INSERT INTO notifications (scope_type, scope_id, tab,
 	RETURNING id, dedupe_key`
 
 // columns are a batch's values, column by column, for insertUnnest; key
-// only when keyed (some row has a dedupe key).
+// is nil unless some row has a dedupe key (then nil for a row without).
 type columns struct {
 	scopeType, scopeID, tab, title, message, severity, source, url []string
-	key                                                            []*string // nil: no key (NULL)
-	keyed                                                          bool
+	key                                                            []*string
 }
 
 func unnestColumns(batch []NewNotification) columns {
@@ -122,7 +121,7 @@ func unnestColumns(batch []NewNotification) columns {
 		c.message[i], c.severity[i], c.source[i], c.url[i] = no.Message, no.Severity, no.Source, no.URL
 		if nn.DedupeKey != "" {
 			if c.key == nil {
-				c.key, c.keyed = make([]*string, n), true
+				c.key = make([]*string, n)
 			}
 			c.key[i] = &nn.DedupeKey
 		}
