@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -70,6 +71,15 @@ type EventScope struct {
 // env is the CEL environment every workflow compiles in. It is built once:
 // its declarations never change, and building it takes about a millisecond.
 var env, envErr = newEnv()
+
+// checking serialises env.Compile. cel-go v0.33.2's checker fills the
+// environment's catalog lazily (a sync.Once in checker.Env.Catalog) while
+// another check that enters a comprehension's scope reads the same field
+// unguarded (checker.Env.cloneWithDecls): two workflows compiled at once
+// race there (seen by the race detector in TestCompileRefuses). Compiling
+// is not on the delivery path (a compiled workflow is cached), so one at
+// a time costs nothing that matters.
+var checking sync.Mutex
 
 func newEnv() (*cel.Env, error) {
 	return cel.NewEnv(
@@ -288,7 +298,9 @@ func compileExpr(p perch.Problems, field, src string, want *cel.Type) *expr {
 		p.Add(field, problem)
 		return nil
 	}
+	checking.Lock()
 	ast, iss := env.Compile(src)
+	checking.Unlock()
 	if iss.Err() != nil {
 		p.Add(field, "does not compile: "+iss.Err().Error())
 		return nil
