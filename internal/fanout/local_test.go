@@ -12,8 +12,9 @@ import (
 	"github.com/perch-dev/perch/internal/testenv"
 )
 
+// Not parallel: the suite checks for leaked goroutines, which a test
+// running beside it would start.
 func TestLocal(t *testing.T) {
-	t.Parallel()
 	fanouttest.Run(t, func(t *testing.T) []perch.Fanout {
 		l := NewLocal()
 		return []perch.Fanout{l, l}

@@ -25,8 +25,9 @@ import (
 // redisURLEnv names the variable that enables the Redis tests.
 const redisURLEnv = "PERCH_TEST_REDIS_URL"
 
+// Not parallel: the suite checks for leaked goroutines, which a test
+// running beside it would start.
 func TestRedis(t *testing.T) {
-	t.Parallel()
 	redisOptions(t)
 	fanouttest.Run(t, func(t *testing.T) []perch.Fanout {
 		channel, log := uniqueName(t), testLogger(t)
