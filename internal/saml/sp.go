@@ -134,9 +134,13 @@ func (sp ServiceProvider) LibraryCheck(raw []byte, requestID string) (assertionI
 const certificateLife = 10 * 365 * 24 * time.Hour
 
 // NewKey makes a service provider key and its self-signed certificate
-// (PEM) for the subject name, which the metadata publishes.
-func NewKey(name string, now time.Time) (*rsa.PrivateKey, string, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+// (PEM) for the subject name, which the metadata publishes. generate makes
+// the key; nil means a new 2048-bit RSA key.
+func NewKey(name string, now time.Time, generate func() (*rsa.PrivateKey, error)) (*rsa.PrivateKey, string, error) {
+	if generate == nil {
+		generate = func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) }
+	}
+	key, err := generate()
 	if err != nil {
 		return nil, "", err
 	}

@@ -14,7 +14,7 @@ import (
 // testSP is a service provider of the test organisation, with a key of its
 // own (made once: NewKey makes a 2048-bit key).
 var testSP = sync.OnceValues(func() (ServiceProvider, error) {
-	key, certPEM, err := NewKey("Perch SAML org-1", time.Now())
+	key, certPEM, err := NewKey("Perch SAML org-1", time.Now(), nil)
 	if err != nil {
 		return ServiceProvider{}, err
 	}

@@ -23,12 +23,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/crewjam/saml"
 	"github.com/crewjam/saml/samlidp"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // KeyPair is a test key and its self-signed certificate, valid from a day
@@ -38,28 +41,89 @@ type KeyPair struct {
 	Cert *x509.Certificate
 }
 
-// NewKeyPair makes a key pair named name.
+// NewKeyPair makes a key pair named name: a certificate of its own over a
+// key that no other key pair of tb's has (see Key).
 func NewKeyPair(tb testing.TB, name string) KeyPair {
 	tb.Helper()
-	kp, err := GenerateKeyPair(name)
+	kp, err := certify(Key(tb), name, time.Now().Add(365*24*time.Hour))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return kp
 }
 
-// GenerateKeyPair makes a key pair named name.
+// GenerateKeyPair makes a key pair named name over a new key.
 func GenerateKeyPair(name string) (KeyPair, error) {
 	return GenerateKeyPairUntil(name, time.Now().Add(365*24*time.Hour))
 }
 
-// GenerateKeyPairUntil makes a key pair whose certificate expires at
-// notAfter.
+// GenerateKeyPairUntil makes a key pair over a new key whose certificate
+// expires at notAfter.
 func GenerateKeyPairUntil(name string, notAfter time.Time) (KeyPair, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return KeyPair{}, err
 	}
+	return certify(key, name, notAfter)
+}
+
+// Generating a 2048-bit RSA key costs a tenth of a second of processor
+// time, and the SAML tests of a package want hundreds of them (an identity
+// provider's, a service provider's per organisation): 17% of
+// internal/server's test time when each was new. What a test checks of a
+// key is only that it differs from the others it meets, so a process keeps
+// a few and hands them out again.
+var keys struct {
+	mu   sync.Mutex
+	pool []*rsa.PrivateKey
+	used map[testing.TB][]int // the pool's keys each running test has had
+	next int
+}
+
+// keyPool is how many keys a process makes at most; no test holds that
+// many at once.
+const keyPool = 8
+
+// Key is a 2048-bit RSA key that no other Key of tb's is: the keys of one
+// test always differ, while tests share a process's few keys between
+// them.
+func Key(tb testing.TB) *rsa.PrivateKey {
+	tb.Helper()
+	keys.mu.Lock()
+	defer keys.mu.Unlock()
+	if keys.used == nil {
+		keys.used = map[testing.TB][]int{}
+	}
+	if _, ok := keys.used[tb]; !ok {
+		tb.Cleanup(func() {
+			keys.mu.Lock()
+			delete(keys.used, tb)
+			keys.mu.Unlock()
+		})
+	}
+	mine := keys.used[tb]
+	if len(mine) == keyPool {
+		tb.Fatalf("a test asked for more than %d distinct keys", keyPool)
+	}
+	for slices.Contains(mine, keys.next%keyPool) {
+		keys.next++
+	}
+	i := keys.next % keyPool
+	keys.next++
+	for len(keys.pool) <= i {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		keys.pool = append(keys.pool, k)
+	}
+	keys.used[tb] = append(mine, i)
+	return keys.pool[i]
+}
+
+// certify makes a self-signed certificate named name for key, valid from a
+// day ago until notAfter.
+func certify(key *rsa.PrivateKey, name string, notAfter time.Time) (KeyPair, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(now.UnixNano()),
@@ -143,10 +207,19 @@ func (idp *IdP) Metadata() string {
 	return string(b)
 }
 
-// AddUser creates a user who signs in with the login name user.
+// AddUser creates a user who signs in with the login name user. The
+// password goes to the identity provider hashed already, at bcrypt's
+// lowest cost: given in the clear, samlidp hashes it at the default cost,
+// and so does every sign-in's check, a twentieth of a second of processor
+// time each (11% of internal/server's test time). The sign-in checks it
+// all the same.
 func (idp *IdP) AddUser(user, password, email, commonName string) {
 	idp.tb.Helper()
-	body, _ := json.Marshal(map[string]string{"name": user, "password": password, "email": email, "common_name": commonName})
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		idp.tb.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"name": user, "hashed_password": hash, "email": email, "common_name": commonName})
 	idp.put("/users/"+user, "application/json", body)
 }
 

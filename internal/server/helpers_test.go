@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rsa"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/ratelimit"
+	"github.com/perch-dev/perch/internal/samltest"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
@@ -87,6 +89,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		PasswordParams: fastHashes,
 		Now:            clock.Now,
 	}
+	o.SSO.NewKey = func() (*rsa.PrivateKey, error) { return samltest.Key(t), nil }
 	for _, f := range adjust {
 		f(&o)
 	}

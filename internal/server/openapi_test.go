@@ -233,6 +233,8 @@ func TestResponseCheckerRefusesWhatIsNotDescribed(t *testing.T) {
 			answering(418, js, `{"error":{"code":"internal","message":"teapot"}}`)},
 		{"an error code that is not the status's", "GET", "/api/v1/users/me", "code",
 			answering(401, js, `{"error":{"code":"forbidden","message":"no"}}`, "WWW-Authenticate", `Bearer realm="perch"`)},
+		{"an error body out of shape", "GET", "/api/v1/users/me", "doesn't match schema",
+			answering(401, js, `{"message":"no"}`, "WWW-Authenticate", `Bearer realm="perch"`)},
 		{"a missing header", "GET", "/api/v1/users/me", "WWW-Authenticate",
 			answering(401, js, `{"error":{"code":"unauthorized","message":"no"}}`)},
 		{"another content type", "GET", "/api/v1/users/me", "text/plain",

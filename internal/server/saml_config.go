@@ -135,7 +135,7 @@ func (s *Server) putSAML(w http.ResponseWriter, r *http.Request) error {
 		if s.opts.Secrets == nil {
 			return errNoSecretKey
 		}
-		key, cert, err := saml.NewKey("Perch SAML "+orgID, s.now())
+		key, cert, err := saml.NewKey("Perch SAML "+orgID, s.now(), s.opts.SSO.NewKey)
 		if err != nil {
 			return err
 		}

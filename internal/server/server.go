@@ -8,6 +8,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
@@ -167,6 +168,10 @@ type SSOOptions struct {
 	// single-company server. Those accounts' mailboxes are still not
 	// proven.
 	AnyDomain bool
+	// NewKey makes the service provider key of an organisation that
+	// configures SAML; nil means a new 2048-bit RSA key each time. Tests
+	// pass keys made once per process (samltest.Key).
+	NewKey func() (*rsa.PrivateKey, error)
 }
 
 // Server is Perch's HTTP handler.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"crypto/rsa"
 	"net"
 	"net/url"
 	"regexp"
@@ -40,6 +41,7 @@ func newSSOSite(t *testing.T, s *store.Store) *ssoSite {
 	e := &ssoSite{base: "http://" + ln.Addr().String(), dns: map[string][]string{}}
 	e.site = newSiteOn(t, ln, s, func(o *server.Options) {
 		o.BaseURL, o.Secrets, o.SSO.SAMLMetadataLoopback = e.base, box, true
+		o.SSO.NewKey = func() (*rsa.PrivateKey, error) { return samltest.Key(t), nil }
 		o.SSO.LookupTXT = func(_ context.Context, name string) ([]string, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
