@@ -369,7 +369,10 @@ row "ingest, share of the trivial handler" "${share[32]}% at 32 senders, ${share
 row "POST-to-frame p99, 1,000 events/s, 1,000 clients" "${p99:-?} ms" "< 10 ms" "$(verdict "$p99" "<" 10)"
 both() { [ "$(verdict "$1" ">=" "$3")" = met ] && [ "$(verdict "$2" ">=" "$3")" = met ] && echo met || { [ -n "$1" ] && echo "not met" || echo "not measured"; }; }
 row "ingest on PostgreSQL, share of the bare PG floor" "${pgshare[32]:-?}% at 32 senders, ${pgshare[128]:-?}% at 128" ">= 80% at both" "$(both "${pgshare[32]:-}" "${pgshare[128]:-}" 80)"
-row "  the same, the instance with Redis" "${pgrshare[32]:-?}% at 32 senders, ${pgrshare[128]:-?}% at 128" ">= 80% at both" "$(both "${pgrshare[32]:-}" "${pgrshare[128]:-}" 80)"
+# The target (issue 39) is one perch serve on PostgreSQL; the instance
+# with Redis, which also counts rate limits there, is shown beside it for
+# reference.
+row "  for reference, an instance with Redis" "${pgrshare[32]:-?}% at 32 senders, ${pgrshare[128]:-?}% at 128" "(no target)" "-"
 pg_p99=$(figure pglatency.out 's/^POST-to-frame latency: .* p99 \([0-9.]*\) ms.*/\1/p')
 row "POST-to-frame p99, 2 instances (PG, Redis), 500/s" "${pg_p99:-?} ms (client on the other instance)" "< 25 ms" "$(verdict "$pg_p99" "<" 25)"
 [ -z "${note100k:-}" ] || echo "$note100k"
