@@ -47,6 +47,28 @@ const (
 	SourceMonitor   = "monitoring"
 )
 
+// SourceTitle is how pages name a source or a webhook token's sender: the
+// real system behind the contract's stand-in ("code-host" is GitHub), or the
+// id itself for one it does not know. The dashboard's script keeps the same
+// names for the feed (assets/app.js, sourceNames).
+func SourceTitle(source string) string {
+	switch source {
+	case SourceInbound:
+		return "Inbound"
+	case SourceIncidents:
+		return "PagerDuty"
+	case SourceCodeHost:
+		return "GitHub"
+	case SourceMonitor:
+		return "Datadog"
+	case SourcePaymentsA:
+		return "Stripe"
+	case SourcePaymentsB:
+		return "Paddle"
+	}
+	return source
+}
+
 // Default tabs: each sender's notifications go to its own; inbound uses the
 // tab the delivery names, or Inbound.
 const (

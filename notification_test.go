@@ -41,3 +41,15 @@ func TestValidURL(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceTitleNamesTheRealSystems(t *testing.T) {
+	t.Parallel()
+	for source, want := range map[string]string{
+		SourceInbound: "Inbound", SourceIncidents: "PagerDuty", SourceCodeHost: "GitHub", SourceMonitor: "Datadog",
+		SourcePaymentsA: "Stripe", SourcePaymentsB: "Paddle", "workflow": "workflow",
+	} {
+		if got := SourceTitle(source); got != want {
+			t.Errorf("SourceTitle(%q) = %q, want %q", source, got, want)
+		}
+	}
+}

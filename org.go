@@ -135,6 +135,18 @@ type Invitation struct {
 	AcceptedAt *time.Time `json:"accepted_at"`
 }
 
+// InvitationPreview is what an invitation's link shows whoever holds it,
+// before they sign up or sign in: the organisation, who invited them, the
+// role and the address it is for. The link is the credential: only a live
+// one (pending, unexpired) shows anything.
+type InvitationPreview struct {
+	OrgName   string    `json:"org_name"`
+	InvitedBy string    `json:"invited_by"` // the inviter's name; "" once their account is gone
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // OrgNameFor is the name of the organisation a new account gets.
 func OrgNameFor(userName string) string {
 	return strings.TrimSpace(userName) + "'s organisation"

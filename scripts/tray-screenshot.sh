@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Takes docs/images/tray.png: `perch tray` in a real panel, with its menu open
-# and desktop notifications on screen, against a throw-away local server.
+# and desktop notifications on screen, against a throw-away local server;
+# then, beside it, tray-signed-out.png (after `perch logout` in a terminal)
+# and tray-offline.png (signed in again, with the server stopped).
 #
 # Runs a virtual X display (Xvfb) with a D-Bus session (dbus-run-session),
 # Xfce's panel (its systray plugin hosts StatusNotifierItems) and dunst (the
@@ -9,7 +11,8 @@
 # Needs, on Debian:
 #   apt-get install -y xvfb xfce4-panel dunst dbus-x11 xdotool imagemagick curl
 #
-# Usage: scripts/tray-screenshot.sh [OUTPUT.png]   (default docs/images/tray.png)
+# Usage: scripts/tray-screenshot.sh [OUTPUT.png]   (default docs/images/tray.png;
+#        the other two go beside it, as OUTPUT-signed-out.png and OUTPUT-offline.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-docs/images/tray.png}")"
@@ -98,6 +101,7 @@ port=$((20000 + RANDOM % 20000))
 base="http://127.0.0.1:$port"
 PERCH_LISTEN="127.0.0.1:$port" PERCH_BASE_URL="$base" PERCH_DATABASE_URL="$work/perch.db" \
   "$perch" serve >"$work/serve.log" 2>&1 &
+serve_pid=$!
 for _ in $(seq 100); do curl -fs "$base/healthz" >/dev/null && break; sleep 0.1; done
 curl -fs "$base/healthz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 
@@ -133,14 +137,36 @@ send '{"tab":"Incidents","title":"#1287 API error rate above 5%","message":"Trig
 curl -fs "$base/api/v1/notifications/read" "${auth[@]}" -d "{\"ids\":[\"$seen\"]}" >/dev/null
 sleep 2
 
+# menu opens the tray's menu (the icon is the panel's first item, at its
+# left end); shoot writes the screen to $1 and closes the menu.
+menu() { xdotool mousemove 16 16 click 1; sleep 2; }
+shoot() {
+  mkdir -p "$(dirname "$1")"
+  import -window root "$1"
+  log "wrote $1"
+  xdotool key Escape; sleep 0.5
+}
+next_to() { printf '%s-%s.png' "${PERCH_SCREENSHOT_OUT%.png}" "$1"; }
+
 log "open the menu"
-# The tray icon is the panel's first item, at its left end.
-xdotool mousemove 16 16 click 1
-sleep 2
+menu
 # Hover the first tab (the newest: Incidents) to open its submenu.
 xdotool mousemove 60 70
 sleep 1.5
-mkdir -p "$(dirname "$PERCH_SCREENSHOT_OUT")"
-import -window root "$PERCH_SCREENSHOT_OUT"
-log "wrote $PERCH_SCREENSHOT_OUT"
+shoot "$PERCH_SCREENSHOT_OUT"
+xdotool key Escape; sleep 0.5
+
+log "perch logout: the tray shows itself signed out"
+"$perch" logout --server "$base" >/dev/null
+sleep 3
+menu
+shoot "$(next_to signed-out)"
+
+log "perch login again, then stop the server: the tray is offline"
+"$perch" login --server "$base" --token "$api_token" >/dev/null
+sleep 4 # the tray notices the sign-in, connects and fetches the history
+kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+sleep 4 # the tray notices and tries again
+menu
+shoot "$(next_to offline)"
 if grep -q . "$work/tray.log"; then log "perch tray said:"; cat "$work/tray.log" >&2; fi

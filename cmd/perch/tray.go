@@ -125,7 +125,7 @@ type trayApp struct {
 	redraw   chan struct{} // cap 1: the view changed since the last draw
 	wake     chan struct{} // cap 1: look for a sign-in now
 
-	watchEvery   time.Duration // between looks for a sign-in while signed out
+	watchEvery   time.Duration // between looks at the credentials file (a sign-in stored or removed elsewhere)
 	retryRefused time.Duration // before trying a server that refused for good (not 401) again
 
 	mu      sync.Mutex
@@ -139,16 +139,17 @@ type trayApp struct {
 	order   []uint32 // of raised, oldest first
 	warned  bool     // a failed desktop notification has been logged
 	lastErr string   // the last id-store error logged
+	offline string   // the last reason for being offline logged, until connected again
 }
 
 // newTrayApp returns the tray of server, which lives until ctx ends. n may
 // be nil: no desktop notifications.
 func newTrayApp(ctx context.Context, c *cli, st *creds.Store, server string, n *desktop.Notifier) *trayApp {
 	a := &trayApp{
-		ctx: ctx, cli: c, store: st, server: server, model: trayui.New(trayui.DefaultLimits),
+		ctx: ctx, cli: c, store: st, server: server, model: trayui.New(server, trayui.DefaultLimits),
 		log:    log.New(c.stderr, "perch tray: ", log.LstdFlags),
 		redraw: make(chan struct{}, 1), wake: make(chan struct{}, 1),
-		watchEvery: 3 * time.Second, retryRefused: time.Minute,
+		watchEvery: time.Second, retryRefused: time.Minute,
 		raised: map[uint32]trayui.Popup{},
 	}
 	if n != nil { // a nil *desktop.Notifier must stay a nil interface
@@ -175,6 +176,7 @@ func (a *trayApp) run() {
 	var refused *creds.SignIn // the server refused it: wait for another one
 	var broken string         // the last error reading the store, logged once
 	for ctx.Err() == nil {
+		seen := a.store.Version()
 		si, err := a.store.Get(a.server)
 		if err != nil || sameSignIn(si, refused) {
 			if err != nil && !errors.Is(err, creds.ErrNotSignedIn) && err.Error() != broken {
@@ -184,20 +186,89 @@ func (a *trayApp) run() {
 			if refused == nil && a.model.View().Status != trayui.SignedOut {
 				a.apply(a.model.SignOut(""))
 			}
-			a.idle(ctx, a.watchEvery)
+			a.waitForChange(ctx, seen)
 			continue
 		}
 		refused = nil
-		err = a.follow(ctx, si)
+		err = a.follow(ctx, si, seen)
 		switch {
-		case err == nil || ctx.Err() != nil: // signed out from the menu, or quitting
+		case err == nil || ctx.Err() != nil: // signed out (here or elsewhere), or quitting
 		case perch.ErrorCode(err) == perch.EUNAUTHORIZED:
 			refused = si
 			a.apply(a.model.SignOut("the server refused the sign-in"))
 		default:
-			a.apply(a.model.Disconnected(errors.New(message(err)), a.retryRefused))
+			a.apply(a.model.Disconnected(err, a.retryRefused))
+			a.logOffline(err)
 			a.idle(ctx, a.retryRefused)
 		}
+	}
+}
+
+// waitForChange waits until the credentials file is no longer the version
+// seen (a sign-in stored or removed by perch login, perch logout or
+// another tray), for a wake-up (Sign in from the menu), or for the end of
+// ctx.
+func (a *trayApp) waitForChange(ctx context.Context, seen creds.Version) {
+	t := time.NewTicker(a.watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+			return
+		case <-t.C:
+			if !a.store.Version().Same(seen) {
+				return
+			}
+		}
+	}
+}
+
+// watchSignIn ends the subscription (stop) as soon as the sign-in it
+// follows, si, stored when the credentials file was the version seen, is
+// no longer the server's: signed out by perch logout or another tray, or
+// another account signed in. A renewal (new tokens of the same sign-in)
+// goes on.
+func (a *trayApp) watchSignIn(ctx context.Context, si *creds.SignIn, seen creds.Version, stop context.CancelFunc) {
+	t := time.NewTicker(a.watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := a.store.Version()
+		if now.Same(seen) {
+			continue
+		}
+		seen = now
+		cur, err := a.store.Get(a.server)
+		if errors.Is(err, creds.ErrNotSignedIn) || err == nil && !sameAccount(cur, si) {
+			stop()
+			return
+		}
+	}
+}
+
+// sameAccount reports whether two sign-ins are one account's, by one kind
+// of credential, as a renewal leaves them.
+func sameAccount(a, b *creds.SignIn) bool {
+	return a.Email == b.Email && a.APIToken == b.APIToken && (a.RefreshToken == "") == (b.RefreshToken == "")
+}
+
+// logOffline logs why the tray is offline, err as it came (the menu says
+// it in words), once per reason until it is connected again.
+func (a *trayApp) logOffline(err error) {
+	if err == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if msg := message(err); msg != a.offline {
+		a.offline = msg
+		a.log.Printf("offline from %s: %s", a.server, msg)
 	}
 }
 
@@ -216,15 +287,17 @@ func sameSignIn(a, b *creds.SignIn) bool {
 	return a != nil && b != nil && a.AccessToken == b.AccessToken && a.RefreshToken == b.RefreshToken && a.APIToken == b.APIToken
 }
 
-// follow listens with the sign-in si until it is signed out (nil), ctx ends
+// follow listens with the sign-in si, read from the credentials file's
+// version seen, until it is signed out, here or elsewhere (nil), ctx ends
 // (nil) or the server refuses for good.
-func (a *trayApp) follow(ctx context.Context, si *creds.SignIn) error {
+func (a *trayApp) follow(ctx context.Context, si *creds.SignIn, seen creds.Version) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := a.store.Client(si, a.cli.clientOpts...)
 	a.mu.Lock()
 	a.client, a.signIn, a.stop = c, si, cancel
 	a.mu.Unlock()
+	a.spawn(lctx, func(ctx context.Context) { a.watchSignIn(ctx, si, seen, cancel) })
 	defer func() {
 		a.mu.Lock()
 		a.client, a.signIn, a.stop = nil, nil, nil
@@ -239,6 +312,9 @@ func (a *trayApp) follow(ctx context.Context, si *creds.SignIn) error {
 func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) {
 	switch e.Type {
 	case client.EventConnected:
+		a.mu.Lock()
+		a.offline = ""
+		a.mu.Unlock()
 		a.apply(a.model.Connected())
 	case client.EventNotification:
 		a.apply(a.model.Add(e.Notification))
@@ -266,6 +342,7 @@ func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) 
 		}
 	case client.EventDisconnected:
 		a.apply(a.model.Disconnected(e.Err, e.RetryIn))
+		a.logOffline(e.Err)
 	}
 }
 

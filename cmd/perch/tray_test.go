@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -258,6 +259,79 @@ func TestTraySignsOutAndIn(t *testing.T) {
 	}
 	waitOnline(t, app)
 	eventually(t, "the history after signing in again", func() bool { return app.model.View().Unread == 1 })
+}
+
+// TestTrayNoticesASignOutElsewhere: perch logout (or another tray's Sign
+// out) forgets the sign-in in the credentials file; the tray, still
+// connected with a session the server has not ended, notices at once from
+// the file and shows itself signed out, rather than "Signed in as …" until
+// its token runs out.
+func TestTrayNoticesASignOutElsewhere(t *testing.T) {
+	t.Parallel()
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	dir := t.TempDir()
+	u.signInTo(t, dir, base)
+	app, _, _, _ := startTray(t, dir, base)
+	waitOnline(t, app)
+	if app.account() == "" {
+		t.Fatal("online without an account")
+	}
+
+	st, _ := creds.Open(dir)
+	if _, err := st.Remove(base); err != nil { // what perch logout does here
+		t.Fatal(err)
+	}
+	eventually(t, "the tray to show itself signed out", func() bool {
+		return app.model.View().Status == trayui.SignedOut && app.account() == ""
+	})
+	if v := app.model.View(); v.Header() != "Signed out" || !v.Icon().Away {
+		t.Errorf("signed out elsewhere: header %q, icon %+v", v.Header(), v.Icon())
+	}
+
+	// Signed in again elsewhere: followed again.
+	u.signInTo(t, dir, base)
+	waitOnline(t, app)
+}
+
+// TestTrayOfflineSaysSoInWords: with the server unreachable, the menu says
+// that it cannot be reached and that it tries again, the icon is the away
+// one, and the raw error goes to the log only.
+func TestTrayOfflineSaysSoInWords(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	dir := t.TempDir()
+	st, _ := creds.Open(dir)
+	if err := st.Put(&creds.SignIn{Server: down, Email: "ada@example.com", APIToken: "pat_x"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, stderr := testCLI(t, dir, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	app := newTrayApp(ctx, c, st, down, nil)
+	done := make(chan struct{})
+	go func() { app.run(); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	eventually(t, "the tray to be offline", func() bool { return app.model.View().Status == trayui.Offline })
+	v := app.model.View()
+	host := strings.TrimPrefix(down, "http://")
+	if h := v.Header(); !strings.HasPrefix(h, "Can't reach "+host+" — retrying") || strings.Contains(h, "dial") {
+		t.Errorf("offline, the menu says %q", h)
+	}
+	if !v.Icon().Away {
+		t.Error("offline, the icon is the live one")
+	}
+	if !strings.Contains(v.Problem, "connect") {
+		t.Errorf("the problem kept for the log is %q, want the dial's error", v.Problem)
+	}
+	eventually(t, "the raw error in the log", func() bool {
+		return strings.Contains(stderr.String(), "offline from "+down+": ") && strings.Contains(stderr.String(), "connection refused")
+	})
 }
 
 func TestTrayRefusesWithoutADesktop(t *testing.T) {

@@ -79,6 +79,32 @@ func NormalizeServer(raw string) (string, error) {
 
 func (s *Store) path() string { return filepath.Join(s.dir, "credentials.json") }
 
+// Version tells one state of the credentials file from another without
+// reading it. Every change replaces the file with a new one (writeFile), so
+// a process that compares versions learns at once, and cheaply, that
+// another one signed in or out.
+type Version struct {
+	fi os.FileInfo // nil: no file
+}
+
+// Version is the credentials file's version now.
+func (s *Store) Version() Version {
+	fi, err := os.Stat(s.path())
+	if err != nil {
+		return Version{}
+	}
+	return Version{fi: fi}
+}
+
+// Same reports whether v and w are the same version of the file: the same
+// file (not one that replaced it), of the same size and time.
+func (v Version) Same(w Version) bool {
+	if v.fi == nil || w.fi == nil {
+		return v.fi == nil && w.fi == nil
+	}
+	return os.SameFile(v.fi, w.fi) && v.fi.Size() == w.fi.Size() && v.fi.ModTime().Equal(w.fi.ModTime())
+}
+
 func (s *Store) read() (*file, error) {
 	f := &file{Servers: map[string]*SignIn{}}
 	b, err := os.ReadFile(s.path())

@@ -115,3 +115,39 @@ func TestLastIDPerServerAndConsumer(t *testing.T) {
 		t.Fatal("resume points are mixed up")
 	}
 }
+
+// TestVersionTellsEveryChange: a sign-in stored or removed by any process
+// is a new version of the file; reading it, or a lock, is not.
+func TestVersionTellsEveryChange(t *testing.T) {
+	t.Parallel()
+	s, _ := Open(t.TempDir())
+	none := s.Version()
+	if !none.Same(s.Version()) {
+		t.Fatal("no file: two versions differ")
+	}
+	si := &SignIn{Server: "https://perch.example.com", AccessToken: "pac_a", RefreshToken: "prf_a"}
+	if err := s.Put(si); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Version()
+	if first.Same(none) {
+		t.Fatal("storing a sign-in left the version as it was")
+	}
+	if _, err := s.Get(si.Server); err != nil || !first.Same(s.Version()) {
+		t.Fatalf("reading changed the version (%v)", err)
+	}
+	// The same size, at once: still another version.
+	if err := s.Put(&SignIn{Server: si.Server, AccessToken: "pac_b", RefreshToken: "prf_b"}); err != nil {
+		t.Fatal(err)
+	}
+	second := s.Version()
+	if second.Same(first) {
+		t.Fatal("a sign-in stored again, as long as the last, left the version as it was")
+	}
+	if _, err := s.Remove(si.Server); err != nil {
+		t.Fatal(err)
+	}
+	if s.Version().Same(second) {
+		t.Fatal("signing out left the version as it was")
+	}
+}

@@ -81,10 +81,12 @@ type ghPayload struct {
 		Message string `json:"message"`
 	} `json:"head_commit"`
 
-	// ping
-	Zen  string `json:"zen"`
-	Hook *struct {
-		URL string `json:"url"`
+	// ping. Its zen (a motto GitHub picks at random) is not shown: read
+	// beside the message, it passed for part of it.
+	HookID int64 `json:"hook_id"`
+	Hook   *struct {
+		URL    string   `json:"url"`
+		Events []string `json:"events"`
 	} `json:"hook"`
 }
 
@@ -298,31 +300,60 @@ func githubPush(p *ghPayload) (*perch.Event, error) {
 	}, nil
 }
 
+// githubPing is GitHub's test delivery, sent once when a webhook is made:
+// the notification says that the webhook reaches Perch, whose hook it is,
+// and whether it sends any event Perch shows.
 func githubPing(p *ghPayload) (*perch.Event, error) {
 	target, link := "", ""
 	if p.Repository != nil {
 		target, link = perch.OneLine(p.Repository.FullName), p.Repository.HTMLURL
 	}
-	// An organisation or app hook's ping has no repository; its hook URL
-	// still says whose hook it is.
-	if target == "" && p.Hook != nil {
-		target = hookOwner(p.Hook.URL)
+	var events []string
+	if p.Hook != nil {
+		events = p.Hook.Events
+		// An organisation or app hook's ping has no repository; its hook
+		// URL still says whose hook it is.
+		if target == "" {
+			target = hookOwner(p.Hook.URL)
+		}
 	}
 	if target == "" && p.Organization != nil {
 		target = perch.OneLine(p.Organization.Login)
 	}
-	what := "A GitHub webhook reaches Perch; its events will arrive here."
+	hook := "A GitHub webhook"
 	if target != "" {
-		what = fmt.Sprintf("The GitHub webhook for %s reaches Perch; its events will arrive here.", target)
-	} else {
-		target = "GitHub"
+		hook = "The GitHub webhook of " + target
 	}
-	return &perch.Event{
-		Severity: perch.SeverityInfo,
-		Title:    title(target + ": webhook connected"),
-		Message:  message(what, perch.OneLine(p.Zen)),
-		URL:      webURL(link),
-	}, nil
+	if p.HookID > 0 {
+		hook += fmt.Sprintf(" (hook %d)", p.HookID)
+	}
+	e := &perch.Event{Severity: perch.SeverityInfo, Title: "GitHub webhook connected", URL: webURL(link)}
+	if target != "" {
+		e.Title += ": " + target
+	}
+	e.Title = title(e.Title)
+	if sendsShownEvents(events) {
+		e.Message = message(hook + " reaches Perch: its pull requests, check runs and pushes will arrive here.")
+	} else {
+		e.Severity = perch.SeverityWarning
+		e.Message = message(hook + " reaches Perch, but sends none of the events Perch shows: choose pull requests, check runs or pushes in its settings on GitHub.")
+	}
+	return e, nil
+}
+
+// sendsShownEvents reports whether a hook subscribed to any event Perch
+// shows; a ping that does not list them is given the benefit of the doubt.
+func sendsShownEvents(events []string) bool {
+	if len(events) == 0 {
+		return true
+	}
+	for _, ev := range events {
+		switch ev {
+		case "*", "pull_request", "check_run", "push": // githubKinds, but for ping
+			return true
+		}
+	}
+	return false
 }
 
 // hookOwner reads "owner/repo" or "org" from a hook's API URL, such as

@@ -72,13 +72,15 @@ func TestGitHub(t *testing.T) {
 			Message: "mona deleted branch retry-client",
 			URL:     "https://github.com/acme/widgets/compare/3f9a1c2b4d5e...000000000000"}))},
 
+		// A ping says that GitHub connected the webhook, and whose it is;
+		// GitHub's motto of the day (zen) is left out.
 		{"ping.repository.json", "ping", events(codeEvent(perch.Event{Severity: perch.SeverityInfo,
-			Title:   "acme/widgets: webhook connected",
-			Message: "The GitHub webhook for acme/widgets reaches Perch; its events will arrive here.\nPracticality beats purity.",
+			Title:   "GitHub webhook connected: acme/widgets",
+			Message: "The GitHub webhook of acme/widgets (hook 498112233) reaches Perch: its pull requests, check runs and pushes will arrive here.",
 			URL:     "https://github.com/acme/widgets"}))},
 		{"ping.organization.json", "ping", events(codeEvent(perch.Event{Severity: perch.SeverityInfo,
-			Title:   "acme: webhook connected",
-			Message: "The GitHub webhook for acme reaches Perch; its events will arrive here.\nKeep it logically awesome."}))},
+			Title:   "GitHub webhook connected: acme",
+			Message: "The GitHub webhook of acme (hook 498112234) reaches Perch: its pull requests, check runs and pushes will arrive here."}))},
 
 		{"star.created.json", "star", Result{Ignored: `github event "star" is not subscribed`}},
 	}
@@ -136,7 +138,11 @@ func TestGitHubSparsePayloads(t *testing.T) {
 			`{"ref":"refs/notes/commits","commits":[{}],"sender":{"login":"mona"},"repository":{"full_name":"a/b","html_url":"https://github.com/a/b"}}`,
 			perch.Event{Severity: perch.SeverityInfo, Title: "a/b: 1 commit pushed to refs/notes/commits", Message: "mona pushed 1 commit to refs/notes/commits", URL: "https://github.com/a/b"}},
 		{"ping from an app hook", "ping", `{"zen":"Design for failure.","hook":{"type":"App","url":""}}`,
-			perch.Event{Severity: perch.SeverityInfo, Title: "GitHub: webhook connected", Message: "A GitHub webhook reaches Perch; its events will arrive here.\nDesign for failure."}},
+			perch.Event{Severity: perch.SeverityInfo, Title: "GitHub webhook connected", Message: "A GitHub webhook reaches Perch: its pull requests, check runs and pushes will arrive here."}},
+		{"ping of a hook that sends nothing Perch shows", "ping",
+			`{"zen":"Half measures are as bad as nothing at all.","hook_id":7,"hook":{"events":["issues","star"]},"repository":{"full_name":"a/b"}}`,
+			perch.Event{Severity: perch.SeverityWarning, Title: "GitHub webhook connected: a/b",
+				Message: "The GitHub webhook of a/b (hook 7) reaches Perch, but sends none of the events Perch shows: choose pull requests, check runs or pushes in its settings on GitHub."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,8 +115,18 @@ func TestAnAPITokenCannotMakeCredentials(t *testing.T) {
 		a := newAPI(t, s)
 		ada := a.register("Ada")
 		a.apiToken(ada, "script")
-		expect(t, a.call("POST", "/api/v1/tokens", ada.Token, map[string]string{"label": "child"}), 403)
-		expect(t, a.call("POST", "/api/v1/webhook-tokens", ada.Token, map[string]string{"label": "child", "sender": "inbound", "scope": "user"}), 403)
+		// The refusal says why, and what to use instead.
+		for path, body := range map[string]map[string]string{
+			"/api/v1/tokens":         {"label": "child"},
+			"/api/v1/webhook-tokens": {"label": "child", "sender": "inbound", "scope": "user"},
+		} {
+			msg := expect(t, a.call("POST", path, ada.Token, body), 403).ErrorMessage()
+			for _, says := range []string{"An API token cannot create", "outlive the token's deletion", "Sign in", "access token"} {
+				if !strings.Contains(msg, says) {
+					t.Errorf("POST %s with an API token: %q does not say %q", path, msg, says)
+				}
+			}
+		}
 		if got := expect(t, a.call("GET", "/api/v1/tokens", ada.Access, nil), 200).List(); len(got) != 1 {
 			t.Fatalf("%d API tokens, want only the one made by signing in", len(got))
 		}

@@ -142,7 +142,8 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 // sign-ins are made by people signed in, never by a token.
 func signedInToMint(r *http.Request, what string) error {
 	if principal(r).APITokenID != "" {
-		return perch.Errorf(perch.EFORBIDDEN, "An API token cannot create %s; sign in (the dashboard, or perch login) to create one.", what)
+		return perch.Errorf(perch.EFORBIDDEN, "An API token cannot create %s: what a token made would outlive the token's deletion. "+
+			"Sign in instead (the dashboard, or POST /api/v1/auth/login) and create it with that session's access token.", what)
 	}
 	return nil
 }

@@ -85,6 +85,7 @@ var authzCases = []authzCase{
 	{"GET", "/docs/api", nil, [6]int{200, 200, 200, 200, 200, 200}},
 	{"GET", "/ws", nil, [6]int{401, 426, 426, 426, 426, 426}}, // not a handshake: refused before any upgrade
 	{"POST", "/api/v1/auth/reset-password/check", map[string]string{"token": "pem_x"}, [6]int{400, 400, 400, 400, 400, 400}},
+	{"POST", "/api/v1/auth/invitation/check", map[string]string{"token": "inv_x"}, [6]int{400, 400, 400, 400, 400, 400}},
 	{"POST", "/api/v1/auth/forgot-password", map[string]string{"email": "who@example.com"}, [6]int{202, 202, 202, 202, 202, 202}},
 	{"POST", "/api/v1/auth/refresh", map[string]string{"refresh_token": "prf_x"}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"POST", "/api/v1/auth/verify-email", map[string]string{"token": "pem_x"}, [6]int{400, 400, 400, 400, 400, 400}},

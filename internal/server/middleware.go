@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Body limits: 1 MiB, and 5 MiB for the code host, whose
@@ -117,11 +118,35 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		s.metrics.observe(methodLabel(r.Method), route, rec.status, d)
 		if level := levelFor(rec.status); s.log.Enabled(r.Context(), level) {
-			s.log.LogAttrs(r.Context(), level, "request",
-				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
-				slog.Duration("duration", d), slog.String("request_id", id))
+			attrs := make([]slog.Attr, 0, 6)
+			attrs = append(attrs, slog.String("method", r.Method), slog.String("route", route))
+			if rec.status == http.StatusNotFound {
+				// What was asked for, which the route (a pattern, or
+				// "unmatched") does not say; never the query, which can carry
+				// a token.
+				attrs = append(attrs, slog.String("path", loggedPath(r.URL.Path)))
+			}
+			attrs = append(attrs, slog.Int("status", rec.status), slog.Duration("duration", d), slog.String("request_id", id))
+			s.log.LogAttrs(r.Context(), level, "request", attrs...)
 		}
 	})
+}
+
+// maxLoggedPath bounds the path a log line quotes: a 404 may be asked for
+// with any path, as long as the server takes.
+const maxLoggedPath = 256
+
+// loggedPath is a request's path as a log line shows it, cut to
+// maxLoggedPath bytes (at a character's boundary).
+func loggedPath(path string) string {
+	if len(path) <= maxLoggedPath {
+		return path
+	}
+	cut := maxLoggedPath
+	for cut > 0 && !utf8.RuneStart(path[cut]) {
+		cut--
+	}
+	return path[:cut] + "…"
 }
 
 // recoverPanics turns a panic in a handler into a logged 500 that says

@@ -17,6 +17,7 @@ type orgStore interface {
 	CreateInvitation(ctx context.Context, orgID, inviterID, email, role, tokenHash, mailHash string) (*perch.Invitation, error)
 	CreateTeam(ctx context.Context, orgID, name, description string) (*perch.Team, error)
 	DeleteTeam(ctx context.Context, orgID, id string) error
+	InvitationPreview(ctx context.Context, tokenHash string) (*perch.InvitationPreview, error)
 	Invitations(ctx context.Context, orgID string) ([]*perch.Invitation, error)
 	Member(ctx context.Context, orgID, userID string) (*perch.Member, error)
 	Members(ctx context.Context, orgID string) ([]*perch.Member, error)

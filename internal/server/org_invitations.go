@@ -81,6 +81,29 @@ func invitationTarget(id string) perch.AuditTarget {
 	return perch.AuditTarget{Type: "invitation", ID: id}
 }
 
+// checkInvitation says what a live invitation link is for (the
+// organisation, who invited, the role and the address) without spending it,
+// so that the page the link opens can name them and the sign-up form can
+// fill in the address. The token travels in the body, as for the reset
+// link's check. The link is the credential: an unknown, used, revoked or
+// expired one is the same 400, which names nothing.
+func (s *Server) checkInvitation(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return perch.Problems{"token": "is required"}.Err()
+	}
+	p, err := s.orgDB.InvitationPreview(r.Context(), auth.HashToken(in.Token))
+	if err != nil {
+		return err
+	}
+	return respond(w, http.StatusOK, p)
+}
+
 // acceptInvitation moves the signed-in user into the inviting organisation.
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	var in struct {

@@ -53,6 +53,36 @@ func TestInvitationMailJoinsNewUserToTheOrg(t *testing.T) {
 	})
 }
 
+// TestCheckInvitation: a live link (either of the two) says whose
+// organisation it joins, who invited, the role and the address, without
+// being spent; a link that is not live says nothing of them.
+func TestCheckInvitation(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		inv := expect(t, a.call("POST", "/api/v1/org/invitations", ada.Access, map[string]string{"email": "bob@example.com", "role": "admin"}), 201).Data()
+		shown := tokenOf(t, inv["url"].(string), "/invitations/accept")
+		mailed := a.mailedToken("bob@example.com", "/invitations/accept")
+		for _, token := range []string{shown, mailed} {
+			got := expect(t, a.call("POST", "/api/v1/auth/invitation/check", "", map[string]string{"token": token}), 200).Data()
+			if got["org_name"] != "Ada's organisation" || got["invited_by"] != "Ada" || got["email"] != "bob@example.com" ||
+				got["role"] != "admin" || got["expires_at"] != inv["expires_at"] {
+				t.Fatalf("check = %v", got)
+			}
+		}
+		expect(t, a.call("POST", "/api/v1/auth/invitation/check", "", map[string]string{}), 422)
+		// Not spent by the check: Bob still joins with it.
+		expect(t, a.call("POST", "/api/v1/auth/register", "", map[string]string{"name": "Bob", "email": "bob@example.com", "password": goodPassword, "invitation_token": mailed}), 201)
+		for _, token := range []string{mailed, shown, "inv_nothing"} {
+			res := expect(t, a.call("POST", "/api/v1/auth/invitation/check", "", map[string]string{"token": token}), 400)
+			if strings.Contains(res.Raw, "Ada") || strings.Contains(res.Raw, "bob@") {
+				t.Fatalf("a dead link names the invitation: %s", res.Raw)
+			}
+		}
+	})
+}
+
 func TestAcceptInvitationWhenSignedIn(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {

@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/auth/reset-password", s.perIP("account-mail", auth, s.resetPassword))
 	m.Handle("POST /api/v1/auth/reset-password/check", s.perIP("account-mail", auth, s.checkResetLink))
 	m.Handle("POST /api/v1/auth/verify-email", s.perIP("account-mail", auth, s.verifyEmail))
+	m.Handle("POST /api/v1/auth/invitation/check", s.perIP("invitation", auth, s.checkInvitation))
 	m.Handle("POST /api/v1/auth/refresh", s.perIP("session", user, s.refresh))
 	m.Handle("POST /api/v1/auth/logout", s.perIP("session", user, s.logout))
 

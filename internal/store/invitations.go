@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -132,6 +133,28 @@ func (s *Store) liveInvitation(ctx context.Context, tx *sql.Tx, tokenHash, email
 		return nil, false, perch.Errorf(perch.EFORBIDDEN, "This invitation was sent to %s; sign in with that address to accept it.", inv.Email)
 	}
 	return inv, mailed, nil
+}
+
+// InvitationPreview returns what the live invitation one of whose links
+// has the token hash is for: the organisation's name, the inviter's, the
+// address and the role. A link unknown, used, revoked or expired is the
+// same EBADREQUEST, so that the answer tells nothing to one without a live
+// link.
+func (s *Store) InvitationPreview(ctx context.Context, tokenHash string) (*perch.InvitationPreview, error) {
+	var p perch.InvitationPreview
+	var expires int64
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT o.name, COALESCE(u.name, ''), i.email, i.role, i.expires_at
+		FROM invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN users u ON u.id = i.invited_by
+		WHERE (i.token_hash = ? OR i.mail_token_hash = ?) AND i.status = 'pending' AND i.expires_at > ?`),
+		tokenHash, tokenHash, ms(s.now())).Scan(&p.OrgName, &p.InvitedBy, &p.Email, &p.Role, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errBadInvitation
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.ExpiresAt = fromMS(expires)
+	return &p, nil
 }
 
 func (s *Store) markAccepted(ctx context.Context, tx *sql.Tx, id string, now time.Time) error {

@@ -25,6 +25,8 @@ var (
 	white       = color.NRGBA{0xff, 0xff, 0xff, 0xff}
 	badgeFill   = color.NRGBA{0x1f, 0x29, 0x37, 0xff} // near black, readable on every tint
 	readGrey    = color.NRGBA{0x9c, 0xa3, 0xaf, 0xff}
+	tintAway    = color.NRGBA{0xa3, 0xaa, 0xb5, 0xff} // light grey: offline or signed out
+	strike      = color.NRGBA{0x37, 0x41, 0x51, 0xff} // the line across an Away icon
 )
 
 func tint(severity string) color.NRGBA {
@@ -47,7 +49,8 @@ var icons = struct {
 
 // Icon returns the tray icon for st as PNG: a bird on a perch in a rounded
 // square tinted by the severity, with the unread count as a badge ("9+"
-// above nine). Icons are made once per state and kept.
+// above nine); Away, the square is light grey and struck through corner to
+// corner. Icons are made once per state and kept.
 func Icon(st IconState) []byte {
 	st.Unread = min(max(st.Unread, 0), 10) // 10 draws "9+"
 	icons.Lock()
@@ -98,6 +101,9 @@ func drawIcon(st IconState) *image.NRGBA {
 	if st.Unread == 0 {
 		bg = tintNone
 	}
+	if st.Away {
+		bg = tintAway
+	}
 	var text string
 	if st.Unread > 9 {
 		text = "9+"
@@ -109,6 +115,16 @@ func drawIcon(st IconState) *image.NRGBA {
 		if text != "" {
 			if c, ok := b.at(x, y); ok {
 				return c, true
+			}
+		}
+		if st.Away {
+			// The strike, with a margin of the background around it so
+			// that it reads across the white bird.
+			switch d := distToSegment(x, y, 5.5, 5.5, 26.5, 26.5); {
+			case d <= 1.6:
+				return strike, true
+			case d <= 3 && inRoundRect(x, y, 1, 1, 31, 31, 7):
+				return bg, true
 			}
 		}
 		if inCircle(x, y, 22.2, 10.6, 1.1) { // the eye
@@ -231,6 +247,15 @@ func rasterize(size int, paint func(x, y float64) (color.NRGBA, bool)) *image.NR
 }
 
 func inCircle(x, y, cx, cy, r float64) bool { return math.Hypot(x-cx, y-cy) <= r }
+
+// distToSegment is the distance from (x, y) to the segment from (ax, ay) to
+// (bx, by).
+func distToSegment(x, y, ax, ay, bx, by float64) float64 {
+	dx, dy := bx-ax, by-ay
+	t := ((x-ax)*dx + (y-ay)*dy) / (dx*dx + dy*dy)
+	t = min(max(t, 0), 1)
+	return math.Hypot(x-(ax+t*dx), y-(ay+t*dy))
+}
 
 func inRoundRect(x, y, x0, y0, x1, y1, r float64) bool {
 	if x < x0 || x > x1 || y < y0 || y > y1 {

@@ -33,9 +33,10 @@ func count(img image.Image, c color.NRGBA) int {
 func TestIconStatesDiffer(t *testing.T) {
 	t.Parallel()
 	states := []IconState{
-		{"", 0},
-		{"info", 1}, {"warning", 1}, {"error", 1},
-		{"error", 2}, {"error", 9}, {"error", 10},
+		{Severity: "", Unread: 0},
+		{Severity: "info", Unread: 1}, {Severity: "warning", Unread: 1}, {Severity: "error", Unread: 1},
+		{Severity: "error", Unread: 2}, {Severity: "error", Unread: 9}, {Severity: "error", Unread: 10},
+		{Away: true}, {Severity: "error", Unread: 2, Away: true},
 	}
 	seen := map[string]IconState{}
 	for _, st := range states {
@@ -57,10 +58,10 @@ func TestIconTint(t *testing.T) {
 		state IconState
 		tint  color.NRGBA
 	}{
-		{IconState{"", 0}, tintNone},
-		{IconState{"info", 3}, tintInfo},
-		{IconState{"warning", 3}, tintWarning},
-		{IconState{"error", 3}, tintError},
+		{IconState{Severity: "", Unread: 0}, tintNone},
+		{IconState{Severity: "info", Unread: 3}, tintInfo},
+		{IconState{Severity: "warning", Unread: 3}, tintWarning},
+		{IconState{Severity: "error", Unread: 3}, tintError},
 	}
 	for _, tt := range tests {
 		img := decode(t, Icon(tt.state))
@@ -72,11 +73,11 @@ func TestIconTint(t *testing.T) {
 
 func TestBadgeOnlyWithACount(t *testing.T) {
 	t.Parallel()
-	if n := count(decode(t, Icon(IconState{"", 0})), badgeFill); n != 0 {
+	if n := count(decode(t, Icon(IconState{Severity: "", Unread: 0})), badgeFill); n != 0 {
 		t.Errorf("with nothing unread, %d badge pixels", n)
 	}
 	for _, unread := range []int{1, 5, 42} {
-		img := decode(t, Icon(IconState{"info", unread}))
+		img := decode(t, Icon(IconState{Severity: "info", Unread: unread}))
 		if n := count(img, badgeFill); n < 20 {
 			t.Errorf("%d unread: %d badge pixels", unread, n)
 		}
@@ -89,10 +90,10 @@ func TestBadgeOnlyWithACount(t *testing.T) {
 
 func TestManyUnreadShareOneIcon(t *testing.T) {
 	t.Parallel()
-	if !bytes.Equal(Icon(IconState{"error", 10}), Icon(IconState{"error", 250})) {
+	if !bytes.Equal(Icon(IconState{Severity: "error", Unread: 10}), Icon(IconState{Severity: "error", Unread: 250})) {
 		t.Error("10 and 250 unread should both draw 9+")
 	}
-	if &Icon(IconState{"warning", 4})[0] != &Icon(IconState{"warning", 4})[0] {
+	if &Icon(IconState{Severity: "warning", Unread: 4})[0] != &Icon(IconState{Severity: "warning", Unread: 4})[0] {
 		t.Error("the icon was drawn twice: not cached")
 	}
 }
@@ -106,5 +107,29 @@ func TestItemIcons(t *testing.T) {
 	}
 	if _, _, _, a := read.At(8, 8).RGBA(); a != 0 {
 		t.Error("a read item's ring is filled")
+	}
+}
+
+// TestAwayIconIsGreyAndStruck: offline or signed out, the bird is on grey
+// and struck through, whatever is unread, so that it cannot be taken for
+// the live icon; the count stays.
+func TestAwayIconIsGreyAndStruck(t *testing.T) {
+	t.Parallel()
+	for _, st := range []IconState{{}, {Severity: "error", Unread: 3}} {
+		live := decode(t, Icon(st))
+		st.Away = true
+		away := decode(t, Icon(st))
+		if got := color.NRGBAModel.Convert(away.At(4, 8)); got != tintAway {
+			t.Errorf("%+v: background %v, want the grey %v", st, got, tintAway)
+		}
+		if n := count(away, strike); n < 30 {
+			t.Errorf("%+v: %d pixels of the strike, want a line across", st, n)
+		}
+		if n := count(live, strike); n != 0 {
+			t.Errorf("%+v without Away: %d pixels of the strike", st, n)
+		}
+		if (count(away, badgeFill) > 0) != (st.Unread > 0) {
+			t.Errorf("%+v: the badge shows %v, want %v", st, count(away, badgeFill) > 0, st.Unread > 0)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package tray
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -21,7 +22,7 @@ func (v View) Header() string {
 	case Connecting:
 		return "Connecting…"
 	case Offline:
-		return clip("Offline, " + v.Detail)
+		return clip(v.Detail)
 	}
 	switch {
 	case v.Unread == 0:
@@ -58,6 +59,16 @@ func (it ItemView) Text() string {
 		return "(untitled)"
 	}
 	return clip(title)
+}
+
+// lowerFirst is s with its first letter in lower case, to go on after
+// other words: "· can't reach …".
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
 }
 
 // clip cuts s to maxLabel characters, ending in "…" when it had more.

@@ -9,6 +9,7 @@ package tray
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,15 +73,17 @@ type Change struct {
 
 // Model is the tray's state. The zero value is not usable; see New.
 type Model struct {
-	mu     sync.Mutex
-	lim    Limits
-	items  map[string]*Item
-	tabs   map[string][]*Item // by id, oldest first
-	forgot forgotten          // ids evicted lately: a replay of one is still not new
-	paused bool
-	status Status
-	detail string // why the status is what it is: an error, a retry delay
-	gap    bool   // notifications were lost for good since the last look
+	mu      sync.Mutex
+	lim     Limits
+	items   map[string]*Item
+	tabs    map[string][]*Item // by id, oldest first
+	forgot  forgotten          // ids evicted lately: a replay of one is still not new
+	paused  bool
+	host    string // the server as people name it: perch.example.com
+	status  Status
+	detail  string // why the status is what it is, for people
+	problem string // the error behind an Offline status, as it came
+	gap     bool   // notifications were lost for good since the last look
 
 	replaying bool
 	pending   replay
@@ -96,9 +99,9 @@ type replay struct {
 	tabs     map[string]int
 }
 
-// New returns an empty Model, in state Connecting, with the limits lim
-// (zero fields take DefaultLimits').
-func New(lim Limits) *Model {
+// New returns an empty Model of the server at the URL server, in state
+// Connecting, with the limits lim (zero fields take DefaultLimits').
+func New(server string, lim Limits) *Model {
 	d := DefaultLimits
 	if lim.PerTab <= 0 {
 		lim.PerTab = d.PerTab
@@ -115,7 +118,16 @@ func New(lim Limits) *Model {
 	if lim.Popups <= 0 {
 		lim.Popups = d.Popups
 	}
-	return &Model{lim: lim, items: map[string]*Item{}, tabs: map[string][]*Item{}, forgot: forgotten{max: 4 * lim.Total}}
+	return &Model{lim: lim, host: Host(server), items: map[string]*Item{}, tabs: map[string][]*Item{}, forgot: forgotten{max: 4 * lim.Total}}
+}
+
+// Host is how the tray names a server: its host (and port, and path when
+// it has one), without the scheme.
+func Host(server string) string {
+	if _, rest, ok := strings.Cut(server, "://"); ok {
+		return strings.TrimSuffix(rest, "/")
+	}
+	return server
 }
 
 // Add takes a notification from the subscription. A notification the model
@@ -300,6 +312,7 @@ func (m *Model) Connected() Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.replaying = true
+	m.problem = ""
 	return m.setStatus(Online, "")
 }
 
@@ -333,19 +346,45 @@ func (m *Model) Ready(gap bool) Change {
 	return ch
 }
 
-// Disconnected records that the connection dropped (err) and is retried in
-// retryIn. Popups of an interrupted replay wait for the next Ready.
+// Disconnected records that the connection dropped, or could not be made,
+// for err, and is tried again in retryIn. The View says so in words
+// ("Can't reach perch.example.com — retrying in 5 s"); err itself is only
+// its Problem, for a log. Popups of an interrupted replay wait for the next
+// Ready.
 func (m *Model) Disconnected(err error, retryIn time.Duration) Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	detail := "reconnecting"
-	if retryIn > 0 {
-		detail = "reconnecting in " + retryIn.Round(time.Second).String()
-	}
+	m.problem = ""
 	if err != nil {
-		detail += ": " + err.Error()
+		m.problem = err.Error()
 	}
-	return m.setStatus(Offline, detail)
+	return m.setStatus(Offline, offlineText(m.host, err)+" — "+retryText(retryIn))
+}
+
+// offlineText says why the tray is offline, for people: the server
+// answered and refused, answered that it cannot serve now, or could not be
+// reached at all (no network, the server down, a connection that died).
+func offlineText(host string, err error) string {
+	answer, answered := errors.AsType[*perch.Error](err)
+	switch {
+	case !answered:
+		return "Can't reach " + host
+	case answer.Code == perch.EUNAVAILABLE || answer.Code == perch.EINTERNAL || answer.Code == perch.ERATELIMITED:
+		return host + " is unavailable"
+	}
+	return host + " refused the connection"
+}
+
+// retryText says when the next attempt is: "retrying in 5 s", "retrying in
+// 2 min".
+func retryText(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "retrying now"
+	case d < time.Minute:
+		return fmt.Sprintf("retrying in %d s", int(d.Round(time.Second)/time.Second))
+	}
+	return fmt.Sprintf("retrying in %d min", int(d.Round(time.Minute)/time.Minute))
 }
 
 // SignOut forgets every notification and records that the tray is signed
@@ -356,7 +395,7 @@ func (m *Model) SignOut(reason string) Change {
 	m.items = map[string]*Item{}
 	m.tabs = map[string][]*Item{}
 	m.forgot = forgotten{max: m.forgot.max}
-	m.gap, m.replaying, m.pending = false, false, replay{}
+	m.gap, m.replaying, m.pending, m.problem = false, false, replay{}, ""
 	m.setStatus(SignedOut, reason)
 	return Change{Redraw: true}
 }
@@ -382,7 +421,8 @@ type View struct {
 	Severity string // the highest unread severity; "" when all are read
 	Paused   bool
 	Status   Status
-	Detail   string // about Status: why offline or signed out
+	Detail   string // about Status, for people: why offline or signed out
+	Problem  string // the error behind Offline, as it came: for a log, not the menu
 	Gap      bool   // some notifications were lost for good (older than the server keeps)
 	Tabs     []TabView
 }
@@ -408,10 +448,15 @@ type ItemView struct {
 type IconState struct {
 	Severity string // highest unread severity, or "" for none
 	Unread   int
+	// Away: no live connection (offline, or signed out), so that what the
+	// icon shows may be out of date; it is drawn grey and struck through.
+	Away bool
 }
 
 // Icon is the icon's state of v.
-func (v View) Icon() IconState { return IconState{Severity: v.Severity, Unread: v.Unread} }
+func (v View) Icon() IconState {
+	return IconState{Severity: v.Severity, Unread: v.Unread, Away: v.Status == Offline || v.Status == SignedOut}
+}
 
 // Tooltip is the text shown when pointing at the icon.
 func (v View) Tooltip() string {
@@ -426,7 +471,7 @@ func (v View) Tooltip() string {
 	case Connecting:
 		b.WriteString(" · connecting")
 	case Offline:
-		b.WriteString(" · offline, " + v.Detail)
+		b.WriteString(" · " + lowerFirst(v.Detail))
 	}
 	if v.Gap {
 		b.WriteString(" · some notifications were missed while away")
@@ -441,7 +486,7 @@ func (v View) Tooltip() string {
 func (m *Model) View() View {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Gap: m.gap}
+	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Problem: m.problem, Gap: m.gap}
 	tabs := make([]TabView, 0, len(m.tabs))
 	newest := map[string]string{}
 	for name, list := range m.tabs {

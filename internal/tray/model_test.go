@@ -58,6 +58,9 @@ func dropped(m *Model) Change {
 	return m.Disconnected(errors.New("connection reset"), 4*time.Second)
 }
 
+// server is the server every model of these tests follows.
+const server = "https://perch.example.com"
+
 func play(m *Model, steps ...step) (last Change, popups []Popup) {
 	for _, s := range steps {
 		last = s(m)
@@ -97,13 +100,13 @@ func TestUnreadCountsAndSeverity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(DefaultLimits)
+			m := New(server, DefaultLimits)
 			play(m, tt.steps...)
 			v := m.View()
 			if v.Unread != tt.wantUnread || v.Severity != tt.wantSeverity {
 				t.Errorf("unread %d, severity %q; want %d, %q", v.Unread, v.Severity, tt.wantUnread, tt.wantSeverity)
 			}
-			if v.Icon() != (IconState{Severity: tt.wantSeverity, Unread: tt.wantUnread}) {
+			if v.Icon() != (IconState{Severity: tt.wantSeverity, Unread: tt.wantUnread, Away: v.Status == SignedOut}) {
 				t.Errorf("icon %+v", v.Icon())
 			}
 			got := map[string]int{}
@@ -140,7 +143,7 @@ func TestChangesAreReported(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(DefaultLimits)
+			m := New(server, DefaultLimits)
 			play(m, tt.setup...)
 			before := m.View()
 			got := tt.then(m).Redraw
@@ -156,7 +159,7 @@ func TestChangesAreReported(t *testing.T) {
 
 func TestMenuOrder(t *testing.T) {
 	t.Parallel()
-	m := New(Limits{MenuItems: 2})
+	m := New(server, Limits{MenuItems: 2})
 	play(m,
 		arrives("1", "Code", "info"),
 		arrives("2", "Incidents", "error"),
@@ -179,7 +182,7 @@ func TestMenuOrder(t *testing.T) {
 		t.Errorf("menu %v, want %v", got, want)
 	}
 
-	m = New(Limits{MenuTabs: 2})
+	m = New(server, Limits{MenuTabs: 2})
 	play(m, arrives("1", "A", "info"), arrives("2", "B", "info"), arrives("3", "C", "info"), arrives("4", "A", "info"))
 	v := m.View()
 	if len(v.Tabs) != 2 || v.Tabs[0].Name != "A" || v.Tabs[1].Name != "C" || v.Unread != 4 {
@@ -189,7 +192,7 @@ func TestMenuOrder(t *testing.T) {
 
 func TestBounds(t *testing.T) {
 	t.Parallel()
-	m := New(Limits{PerTab: 3, Total: 5})
+	m := New(server, Limits{PerTab: 3, Total: 5})
 	for i := 1; i <= 4; i++ {
 		m.Add(&perch.Notification{ID: fmt.Sprint(i), Tab: "Code", Severity: "info"})
 	}
@@ -258,7 +261,7 @@ func TestPopups(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got := play(New(DefaultLimits), tt.steps...)
+			_, got := play(New(server, DefaultLimits), tt.steps...)
 			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tt.want) {
 				t.Errorf("popups\n%+v\nwant\n%+v", got, tt.want)
 			}
@@ -279,7 +282,7 @@ func TestStatusAndTooltip(t *testing.T) {
 		{"one unread", []step{connects, replayDone, arrives("1", "Code", "info")}, "Perch — 1 unread", "1 unread"},
 		{"all read", []step{connects, replayDone, arrivesRead("1", "Code", "info")}, "Perch — 0 unread", "All read"},
 		{"offline", []step{connects, replayDone, arrives("1", "Code", "info"), dropped},
-			"Perch — 1 unread · offline, reconnecting in 4s: connection reset", "Offline, reconnecting in 4s: connection reset"},
+			"Perch — 1 unread · can't reach perch.example.com — retrying in 4 s", "Can't reach perch.example.com — retrying in 4 s"},
 		{"back online", []step{connects, replayDone, dropped, connects, replayDone}, "Perch — 0 unread", "All read"},
 		{"resumed with a gap", []step{connects, gapReported}, "Perch — 0 unread · some notifications were missed while away", "All read"},
 		{"the gap stays over a drop", []step{connects, gapReported, dropped, connects},
@@ -294,7 +297,7 @@ func TestStatusAndTooltip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(DefaultLimits)
+			m := New(server, DefaultLimits)
 			play(m, tt.steps...)
 			v := m.View()
 			if got := v.Tooltip(); got != tt.wantTooltip {
@@ -307,9 +310,77 @@ func TestStatusAndTooltip(t *testing.T) {
 	}
 }
 
+// TestOnlineOfflineSignedOut: the three states a person must tell apart
+// at a glance. Online, the icon is the plain bird with the unread count;
+// offline, it is struck through, keeps the count, and the menu says in
+// words that the server cannot be reached and when the next try is, the
+// raw error kept for the log only; signed out, it is struck through with
+// nothing kept.
+func TestOnlineOfflineSignedOut(t *testing.T) {
+	t.Parallel()
+	dialFailed := errors.New(`failed to WebSocket dial: failed to send handshake request: Get "https://perch.example.com/ws": dial tcp 203.0.113.7:443: connect: connection refused`)
+	tests := []struct {
+		name        string
+		steps       []step
+		wantStatus  Status
+		wantHeader  string
+		wantTooltip string
+		wantIcon    IconState
+		wantProblem string
+	}{
+		{"online", []step{connects, replayDone, arrives("1", "Incidents", "error")},
+			Online, "1 unread", "Perch — 1 unread", IconState{Severity: "error", Unread: 1}, ""},
+		{"offline: the server cannot be reached", []step{connects, replayDone, arrives("1", "Incidents", "error"),
+			func(m *Model) Change { return m.Disconnected(dialFailed, 5*time.Second+300*time.Millisecond) }},
+			Offline, "Can't reach perch.example.com — retrying in 5 s", "Perch — 1 unread · can't reach perch.example.com — retrying in 5 s",
+			IconState{Severity: "error", Unread: 1, Away: true}, dialFailed.Error()},
+		{"offline: the server answers that it cannot serve", []step{
+			func(m *Model) Change {
+				return m.Disconnected(perch.Errorf(perch.EUNAVAILABLE, "Down for maintenance."), 90*time.Second)
+			}},
+			Offline, "perch.example.com is unavailable — retrying in 2 min", "Perch — 0 unread · perch.example.com is unavailable — retrying in 2 min",
+			IconState{Away: true}, "perch: unavailable: Down for maintenance."},
+		{"offline: the server refuses", []step{
+			func(m *Model) Change { return m.Disconnected(perch.Errorf(perch.EFORBIDDEN, "No."), time.Minute) }},
+			Offline, "perch.example.com refused the connection — retrying in 1 min", "Perch — 0 unread · perch.example.com refused the connection — retrying in 1 min",
+			IconState{Away: true}, "perch: forbidden: No."},
+		{"back online", []step{connects, replayDone, func(m *Model) Change { return m.Disconnected(dialFailed, time.Second) }, connects, replayDone},
+			Online, "All read", "Perch — 0 unread", IconState{}, ""},
+		{"signed out", []step{connects, replayDone, arrives("1", "Incidents", "error"), func(m *Model) Change { return m.SignOut("") }},
+			SignedOut, "Signed out", "Perch — signed out", IconState{Away: true}, ""},
+		{"starting", nil, Connecting, "Connecting…", "Perch — 0 unread · connecting", IconState{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(server, DefaultLimits)
+			play(m, tt.steps...)
+			v := m.View()
+			if v.Status != tt.wantStatus || v.Header() != tt.wantHeader || v.Tooltip() != tt.wantTooltip || v.Icon() != tt.wantIcon || v.Problem != tt.wantProblem {
+				t.Errorf("status %v, header %q, tooltip %q, icon %+v, problem %q;\nwant %v, %q, %q, %+v, %q",
+					v.Status, v.Header(), v.Tooltip(), v.Icon(), v.Problem, tt.wantStatus, tt.wantHeader, tt.wantTooltip, tt.wantIcon, tt.wantProblem)
+			}
+			if strings.Contains(v.Header(), "dial") || strings.Contains(v.Tooltip(), "dial") {
+				t.Errorf("the raw error shows: header %q, tooltip %q", v.Header(), v.Tooltip())
+			}
+		})
+	}
+}
+
+func TestHostNamesTheServer(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://perch.example.com": "perch.example.com", "http://127.0.0.1:8080": "127.0.0.1:8080",
+		"https://example.com/perch/": "example.com/perch", "perch.example.com": "perch.example.com",
+	} {
+		if got := Host(in); got != want {
+			t.Errorf("Host(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestPausedIsExposed(t *testing.T) {
 	t.Parallel()
-	m := New(DefaultLimits)
+	m := New(server, DefaultLimits)
 	if m.Paused() || m.View().Paused {
 		t.Fatal("a new model is paused")
 	}
@@ -342,7 +413,7 @@ func TestLabels(t *testing.T) {
 // to it; run with -race.
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
-	m := New(Limits{PerTab: 5, Total: 10})
+	m := New(server, Limits{PerTab: 5, Total: 10})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 200 {

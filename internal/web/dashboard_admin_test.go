@@ -221,9 +221,13 @@ func TestAdminOverview(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		a := newSite(t, s)
 		_, admin := platformAdmin(t, a, "Ops")
-		a.register("Bob")
+		bobs := a.register("Bob")
 		bob := signedIn(t, a, "Bob")
 		refused(t, bob, "GET", "/admin", nil)
+		// A GitHub delivery, counted by source under GitHub's name.
+		hook := expect(t, a.call("POST", "/api/v1/webhook-tokens", bobs.Access, map[string]string{"label": "repos", "sender": "code-host", "scope": "user"}), 201).Data()["raw_token"].(string)
+		expect(t, a.call("POST", "/webhooks/code-host?token="+hook, "", map[string]any{"zen": "Keep it simple.", "repository": map[string]string{"full_name": "acme/widgets"}},
+			"X-GitHub-Event", "ping"), 200)
 
 		p := admin.get("/admin").expect(t, 200, "")
 		p.contains(t, "<h1>Admin</h1>", `<a href="/admin" aria-current="page">Overview</a>`, `<a href="/admin" aria-current="page">Admin</a>`,
@@ -231,7 +235,7 @@ func TestAdminOverview(t *testing.T) {
 			`<strong>Sign-ups per day</strong> <span class="muted">2 in all</span>`, `<strong>Notifications per day</strong>`,
 			`<strong>Active users per day</strong>`, `<strong>Workflow runs per day</strong>`,
 			`<title id="chart-signups-title">Sign-ups per day</title>`, "2 in all; the most, 2, in the day of 22 Nov.",
-			"Organisations by plan")
+			"Organisations by plan", `<tr><td>GitHub</td><td class="num">1</td></tr>`)
 		if n := strings.Count(p.Body, `<svg class="chart"`); n != 4 {
 			t.Errorf("%d charts, want 4", n)
 		}

@@ -61,9 +61,18 @@ func TestDashboardOffersSignInProviders(t *testing.T) {
 	b.get("/signup").expect(t, 200, "").contains(t, `href="/api/v1/auth/google?redirect=%2fnotifications"`, "Continue with Google")
 	// An invitation joins the inviter's organisation: only a password
 	// sign-up does that.
-	if p := b.get("/signup?invitation_token=pin_x"); strings.Contains(p.Body, "Continue with") {
+	olive := a.register("Olive")
+	inv := expect(t, a.call("POST", "/api/v1/org/invitations", olive.Access, map[string]string{"email": "grace@example.com"}), 201).Data()
+	link, err := url.Parse(inv["url"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get("/signup?invitation_token=" + url.QueryEscape(link.Query().Get("token"))); strings.Contains(p.Body, "Continue with") {
 		t.Fatal("the invitation's sign-up offers providers")
 	}
+	// A dead link is no invitation: the page says so, and offers every way
+	// to an account of one's own.
+	b.get("/signup?invitation_token=pin_x").expect(t, 200, "").contains(t, "This invitation link is invalid", "Continue with Google")
 
 	plain := newBrowser(t, newSite(t, storetest.New(t, store.SQLite)).ts)
 	for _, path := range []string{"/signin", "/signup"} {

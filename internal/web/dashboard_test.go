@@ -304,16 +304,22 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 	b := newBrowser(t, a.ts)
 	signUpInBrowser(t, b, "Ada")
 	p := b.post("/webhook-tokens", url.Values{"label": {"Prod"}, "sender": {"monitoring"}, "scope": {"user"}}).expect(t, 200, "")
-	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/monitoring?token=whk_", "-X POST &#39;http://perch.test/webhooks/monitoring?token=whk_")
+	p.contains(t, `id="receiver-url"`, "http://perch.test/webhooks/datadog?token=whk_", "-X POST &#39;http://perch.test/webhooks/datadog?token=whk_")
 	start := strings.Index(p.Body, "whk_")
 	raw := p.Body[start : start+strings.IndexAny(p.Body[start:], `"<&'`)]
-	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Prod", "monitoring")
+	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Prod", `<td data-label="Sender">Datadog</td>`)
 	if strings.Contains(list.Body, raw) {
 		t.Fatal("the raw webhook token is shown again")
 	}
 	// It is a working token of that sender.
 	res := a.call("POST", "/webhooks/monitoring?token="+raw, "", map[string]any{"title": "Disk full", "alert_type": "error"})
 	expect(t, res, 200)
+
+	// Each sender by the name people know it by, never the contract's
+	// stand-in: GitHub, not code-host.
+	b.post("/webhook-tokens", url.Values{"label": {"Repos"}, "sender": {"code-host"}, "scope": {"user"}}).expect(t, 200, "").
+		contains(t, "http://perch.test/webhooks/github?token=whk_")
+	b.get("/webhook-tokens").expect(t, 200, "").contains(t, `<td data-label="Sender">GitHub</td>`).lacks(t, ">code-host<", "/webhooks/code-host")
 
 	b.post("/webhook-tokens", url.Values{"label": {""}, "sender": {"inbound"}}).expect(t, 400, "").contains(t, `class="problem"`)
 }

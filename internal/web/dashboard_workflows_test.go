@@ -156,9 +156,16 @@ func TestDashboardWorkflows(t *testing.T) {
 		market.contains(t, "<h1>Marketplace</h1>", `id="listing-`+id+`"`, "Tag errors", "by "+html.EscapeString(author), "0 installs",
 			`action="/marketplace/`+id+`/install"`, `action="/marketplace/`+id+`/fork"`)
 		other.get("/marketplace?q=nothing+like+it").expect(t, 200, "").contains(t, "No workflows match").lacks(t, `id="listing-`+id+`"`)
+		// Installed: back on the marketplace, which says the copy is off,
+		// with a switch to turn it on.
 		p = other.post("/marketplace/"+id+"/install", nil).expect(t, 303, "")
-		installed := workflowID(t, p.Location)
-		other.get(p.Location).expect(t, 200, "").contains(t, "The workflow is installed.", "installed from the marketplace")
+		installed, ok := strings.CutPrefix(p.Location, "/marketplace?installed=")
+		if !ok || installed == "" {
+			t.Fatalf("after installing, the browser goes to %q", p.Location)
+		}
+		other.get(p.Location).expect(t, 200, "").contains(t, `id="installed"`, "“Tag errors” is installed, and off",
+			`action="/org/workflows/`+installed+`/enabled"`, `id="switch-on"`, `href="/org/workflows/`+installed+`"`)
+		other.get("/org/workflows/"+installed).expect(t, 200, "").contains(t, "installed from the marketplace")
 		p = other.post("/marketplace/"+id+"/fork", nil).expect(t, 303, "")
 		forked := workflowID(t, p.Location)
 		if forked == installed || forked == id {

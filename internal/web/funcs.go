@@ -28,6 +28,9 @@ var funcs = template.FuncMap{
 	"passwordRule": func() passwordRule { return passwordRule{Min: perch.MinPasswordLen, Max: perch.MaxPasswordLen} },
 	// providerTitle names a sign-in provider: GitHub, Google.
 	"providerTitle": perch.ProviderTitle,
+	// sourceName names a notification's source or a token's sender as
+	// people know it: GitHub, not the contract's "code-host".
+	"sourceName": perch.SourceTitle,
 	// initial is the avatar letter of a name.
 	"initial": func(name string) string {
 		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(name))

@@ -45,6 +45,28 @@ func TestAPageIsLoggedAndCountedOnce(t *testing.T) {
 	}
 }
 
+// TestANotFoundIsLoggedWithItsPath: a 404's log line says what was asked
+// for (method and path), for a page and for the API alike, but never the
+// query, which can carry a token.
+func TestANotFoundIsLoggedWithItsPath(t *testing.T) {
+	t.Parallel()
+	a := newSite(t, storetest.New(t, store.SQLite))
+	for _, path := range []string{"/no/such/page", "/api/v1/no-such-thing", "/webhooks/nobody"} {
+		logged := len(requestLines(a.logs.String()))
+		res := a.call("GET", path+"?token=whk_secret", "", nil)
+		if res.Status != 404 {
+			t.Fatalf("GET %s: %d, want 404", path, res.Status)
+		}
+		lines := requestLines(a.logs.String())[logged:]
+		if len(lines) != 1 || !strings.Contains(lines[0], "method=GET ") || !strings.Contains(lines[0], " path="+path+" status=404 ") {
+			t.Errorf("GET %s logged:\n%s\nwant one line with method=GET and path=%s", path, strings.Join(lines, "\n"), path)
+		}
+		if strings.Contains(a.logs.String(), "whk_secret") {
+			t.Fatalf("the log holds the query's token:\n%s", a.logs)
+		}
+	}
+}
+
 // requestLines are the log's lines of requests answered.
 func requestLines(log string) []string {
 	var out []string

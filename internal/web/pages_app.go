@@ -42,6 +42,22 @@ var senders = []sender{
 	{perch.SenderMonitoring, "Datadog", "Monitor alerts"},
 }
 
+// receiverNames are the receivers' paths the pages show: the real
+// system's name, which the server serves beside the contract's stand-in
+// (the API's url says /webhooks/code-host; the page /webhooks/github).
+var receiverNames = map[string]string{
+	perch.SenderIncidents: "pagerduty", perch.SenderCodeHost: "github", perch.SenderMonitoring: "datadog",
+}
+
+// receiverURL is the address a sender delivers to with token.
+func (c *call) receiverURL(sender, token string) string {
+	name := receiverNames[sender]
+	if name == "" {
+		name = sender
+	}
+	return c.d.base + "/webhooks/" + name + "?token=" + url.QueryEscape(token)
+}
+
 func (c *call) webhooksData() (*webhooksData, error) {
 	data := &webhooksData{Senders: senders, CanOrg: c.user.OrgRole == perch.RoleOwner || c.user.OrgRole == perch.RoleAdmin}
 	if err := c.do(http.MethodGet, "/api/v1/webhook-tokens", nil, &data.Tokens); err != nil {
@@ -52,7 +68,7 @@ func (c *call) webhooksData() (*webhooksData, error) {
 	}
 	data.Tries = map[string]string{}
 	for _, t := range data.Tokens {
-		data.Tries[t.ID] = tryIt(t.Sender, c.d.base+"/webhooks/"+t.Sender+"?token=YOUR_TOKEN", c.d.signed[t.Sender])
+		data.Tries[t.ID] = tryIt(t.Sender, c.receiverURL(t.Sender, "YOUR_TOKEN"), c.d.signed[t.Sender])
 	}
 	data.Broadcast = c.d.broadcast && c.user.IsAdmin
 	return data, nil
@@ -84,6 +100,7 @@ func (d *Dashboard) CreateWebhookToken(w http.ResponseWriter, r *http.Request, c
 	if createErr != nil {
 		return c.formError("webhooks", v, createErr)
 	}
+	created.URL = c.receiverURL(created.Token.Sender, created.RawToken)
 	data.Created = created
 	data.TryIt = tryIt(created.Token.Sender, created.URL, c.d.signed[created.Token.Sender])
 	v.Form = url.Values{"sender": {perch.SenderInbound}, "scope": {perch.ScopeUser}}

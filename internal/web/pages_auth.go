@@ -57,13 +57,35 @@ func (d *Dashboard) SignIn(w http.ResponseWriter, r *http.Request, c *call) erro
 	return c.redirect(safeNext(r.PostForm.Get("next")), "")
 }
 
-// SignUpPage shows the registration form (with an invitation, the address
-// is the invited one).
+// signUpData is what the sign-up form knows of the invitation it joins
+// through, if any.
+type signUpData struct {
+	Invitation *perch.InvitationPreview
+}
+
+// SignUpPage shows the registration form. With a live invitation the form
+// names the organisation and has the invited address filled in, read-only:
+// only that address may join with it. With a dead one it says so and
+// makes an account of one's own.
 func (d *Dashboard) SignUpPage(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	return c.page("signup", view{Title: "Create your account", Form: url.Values{
+	v := view{Title: "Create your account", Form: url.Values{
 		"invitation_token": {q.Get("invitation_token")}, "email": {q.Get("email")}, "next": {safeNext(q.Get("next"))},
-	}})
+	}}
+	if token := q.Get("invitation_token"); token != "" {
+		inv, dead, err := c.invitation(token)
+		if err != nil {
+			return err
+		}
+		if inv == nil {
+			v.Error = dead + " You can still create an account of your own."
+			v.Form.Del("invitation_token")
+		} else {
+			v.Form.Set("email", inv.Email)
+		}
+		v.Data = signUpData{Invitation: inv}
+	}
+	return c.page("signup", v)
 }
 
 // SignUp creates an account and signs in.
@@ -76,7 +98,12 @@ func (d *Dashboard) SignUp(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	var s client.Session
 	if err := c.do(http.MethodPost, "/api/v1/auth/register", in, &s); err != nil {
-		return c.formError("signup", view{Title: "Create your account"}, err)
+		v := view{Title: "Create your account"}
+		if t := f.Get("invitation_token"); t != "" {
+			inv, _, _ := c.invitation(t) // the form as it was shown, if the link still lives
+			v.Data = signUpData{Invitation: inv}
+		}
+		return c.formError("signup", v, err)
 	}
 	c.setSession(s.AccessToken, s.RefreshToken)
 	msg := "Welcome to Perch! " + c.mailed("a link to confirm your address", s.User.Email)
@@ -174,8 +201,36 @@ func (d *Dashboard) VerifyEmail(w http.ResponseWriter, r *http.Request, c *call)
 	return c.redirect(next, "Thank you: "+u.Email+" is confirmed.")
 }
 
-// AcceptInvitationPage is where an invitation link lands: a signed-in user
-// joins with one click; others sign up or sign in first.
+// invitationData is what the page an invitation link opens shows.
+type invitationData struct {
+	Here       string                   // the page's own address, to come back to after signing in
+	Invitation *perch.InvitationPreview // nil when the link is not live
+	Dead       string                   // why, when it is not
+	// Elsewhere says that the signed-in user is not the invited address,
+	// which alone may accept.
+	Elsewhere bool
+}
+
+// invitation asks the API what the invitation link token is for. A link
+// that is not live is no error: dead says so, for people.
+func (c *call) invitation(token string) (inv *perch.InvitationPreview, dead string, err error) {
+	if token == "" {
+		return nil, "This invitation link is incomplete: open the whole link from the mail, or ask for a new one.", nil
+	}
+	err = c.do(http.MethodPost, "/api/v1/auth/invitation/check", map[string]string{"token": token}, &inv)
+	switch perch.ErrorCode(err) {
+	case "":
+		return inv, "", nil
+	case perch.EBADREQUEST:
+		return nil, "This invitation link is invalid, has expired or was used already: ask whoever invited you for a new one.", nil
+	}
+	return nil, "", err
+}
+
+// AcceptInvitationPage is where an invitation link lands: it names the
+// organisation, who invited and the role (only for a live link: the link
+// is the credential); a signed-in user with the invited address joins with
+// one click; others sign up or sign in first.
 func (d *Dashboard) AcceptInvitationPage(w http.ResponseWriter, r *http.Request, c *call) error {
 	token := r.URL.Query().Get("token")
 	v := view{Title: "Join an organisation", Form: url.Values{"token": {token}}}
@@ -187,17 +242,47 @@ func (d *Dashboard) AcceptInvitationPage(w http.ResponseWriter, r *http.Request,
 		}
 		c.user = u
 	}
-	v.Data = map[string]string{"here": r.URL.RequestURI()}
+	data, err := c.invitationData(token, r.URL.RequestURI())
+	if err != nil {
+		return err
+	}
+	v.Data = data
+	if data.Invitation == nil {
+		c.render(http.StatusBadRequest, "invitation", v)
+		return nil
+	}
 	return c.page("invitation", v)
+}
+
+// invitationData is what the invitation page shows for the link token.
+func (c *call) invitationData(token, here string) (*invitationData, error) {
+	inv, dead, err := c.invitation(token)
+	if err != nil {
+		return nil, err
+	}
+	data := &invitationData{Here: here, Invitation: inv, Dead: dead}
+	data.Elsewhere = inv != nil && c.user != nil && perch.NormalizeEmail(c.user.Email) != perch.NormalizeEmail(inv.Email)
+	return data, nil
 }
 
 // AcceptInvitation joins the signed-in user to the inviting organisation.
 func (d *Dashboard) AcceptInvitation(w http.ResponseWriter, r *http.Request, c *call) error {
 	r.ParseForm()
-	if err := c.do(http.MethodPost, "/api/v1/org/invitations/accept", map[string]string{"token": r.PostForm.Get("token")}, nil); err != nil {
-		return c.formError("invitation", view{Title: "Join an organisation", Data: map[string]string{"here": r.URL.RequestURI()}}, err)
+	token := r.PostForm.Get("token")
+	var org perch.Org
+	if err := c.do(http.MethodPost, "/api/v1/org/invitations/accept", map[string]string{"token": token}, &org); err != nil {
+		data, derr := c.invitationData(token, invitationPath(token))
+		if derr != nil {
+			return derr
+		}
+		return c.formError("invitation", view{Title: "Join an organisation", Data: data}, err)
 	}
-	return c.redirect("/org", "Welcome aboard: you have joined the organisation.")
+	return c.redirect("/org", "Welcome aboard: you have joined "+org.Name+".")
+}
+
+// invitationPath is the page an invitation link opens.
+func invitationPath(token string) string {
+	return "/invitations/accept?token=" + url.QueryEscape(token)
 }
 
 // DevicePage asks the signed-in user to approve a desktop sign-in. It

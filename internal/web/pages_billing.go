@@ -19,8 +19,8 @@ type billingData struct {
 	Org       perch.Org
 	Plans     []*perch.Plan
 	Manage    bool   // the viewer is an owner or admin
-	On        bool   // a payment provider is configured
-	TrialDays int    // days left of the trial, when trialing
+	On        bool   // a payment provider is configured; off, plans never lapse
+	TrialDays int    // days left of the trial, when trialing with billing on
 	Go        string // the provider's page to go to now
 	GoTo      string // its name for people: "the checkout", "the billing portal"
 }
@@ -52,7 +52,9 @@ func (c *call) billingPage(status int, v view, data *billingData) error {
 		return err
 	}
 	data.Manage, data.On = c.user.IsOrgAdmin(), c.d.billing
-	if sub := data.Org.Subscription; sub != nil && sub.Status == perch.PlanTrialing && sub.TrialEndsAt != nil {
+	// With billing off a trial never ends (the billing job leaves it), so
+	// the page counts no days down: the plan is the one an admin set.
+	if sub := data.Org.Subscription; data.On && sub != nil && sub.Status == perch.PlanTrialing && sub.TrialEndsAt != nil {
 		data.TrialDays = daysUntil(c.d.now(), *sub.TrialEndsAt)
 	}
 	v.Title, v.Nav, v.Data, v.org = "Billing", "billing", data, &data.Org

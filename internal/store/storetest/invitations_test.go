@@ -393,3 +393,48 @@ func TestCreateInvitedUserWithARegisteredAddressChangesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestInvitationPreviewOnlyForALiveLink: either link of a pending,
+// unexpired invitation shows the organisation, the inviter, the address and
+// the role; an unknown, used, revoked or expired link shows nothing, and
+// says the same for each.
+func TestInvitationPreviewOnlyForALiveLink(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		clock := storetest.NewClock()
+		s.Now = clock.Now
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada Lovelace", "ada@example.com")
+		org := mustOrg(t, s, ada.OrgID)
+		bob := invite(t, s, ada, "bob@example.com", perch.RoleAdmin, "inv-bob")
+
+		want := &perch.InvitationPreview{OrgName: org.Name, InvitedBy: "Ada Lovelace", Email: "bob@example.com", Role: perch.RoleAdmin, ExpiresAt: bob.ExpiresAt}
+		for _, hash := range []string{"inv-bob", "mail-inv-bob"} {
+			got, err := s.InvitationPreview(ctx, hash)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("InvitationPreview(%s) = %+v, %v; want %+v", hash, got, err, want)
+			}
+		}
+
+		dead := func(what, hash string) {
+			t.Helper()
+			got, err := s.InvitationPreview(ctx, hash)
+			if got != nil || perch.ErrorCode(err) != perch.EBADREQUEST || perch.ErrorMessage(err) != "This invitation link is invalid, expired or already used." {
+				t.Errorf("%s: InvitationPreview = %+v, %v; want the one bad-link error", what, got, err)
+			}
+		}
+		dead("an unknown link", "inv-nobody")
+		carol := invite(t, s, ada, "carol@example.com", perch.RoleMember, "inv-carol")
+		if err := s.RevokeInvitation(ctx, ada.OrgID, carol.ID); err != nil {
+			t.Fatal(err)
+		}
+		dead("a revoked invitation", "inv-carol")
+		if _, err := s.CreateInvitedUser(ctx, "Bob Babbage", "bob@example.com", "h", "mail-inv-bob"); err != nil {
+			t.Fatal(err)
+		}
+		dead("an accepted invitation", "inv-bob")
+		invite(t, s, ada, "dora@example.com", perch.RoleMember, "inv-dora")
+		clock.Advance(perch.InvitationTTL)
+		dead("an expired invitation", "mail-inv-dora")
+	})
+}

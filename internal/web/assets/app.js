@@ -97,7 +97,8 @@ async function renew() {
 }
 
 // sourceNames are the receivers as people know them.
-const sourceNames = { inbound: "Inbound", incidents: "PagerDuty", "code-host": "GitHub", monitoring: "Datadog" };
+// (perch.SourceTitle says the same on the server's pages.)
+const sourceNames = { inbound: "Inbound", incidents: "PagerDuty", "code-host": "GitHub", monitoring: "Datadog", "payments-a": "Stripe", "payments-b": "Paddle" };
 
 // metaLine is what the line under a notification says, as [class, text]
 // pairs: its severity, its tab, where it came from (unless that is what the
