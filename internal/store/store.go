@@ -289,6 +289,23 @@ func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
 	return nil
 }
 
+// Migrated reports whether the database holds Perch's schema, as perch
+// serve or perch migrate leave it (the migrations' version table and the
+// users table), so that the operator's commands can tell the server's
+// database from an empty or a stranger's one before they change it.
+func (s *Store) Migrated(ctx context.Context) (bool, error) {
+	query := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('goose_db_version', 'users')`
+	if s.dialect == Postgres {
+		query = `SELECT COUNT(*) FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name IN ('goose_db_version', 'users')`
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return false, fmt.Errorf("read the %s schema: %w", s.dialect, err)
+	}
+	return n == 2, nil
+}
+
 // q returns query with its ? placeholders written the dialect's way.
 func (s *Store) q(query string) string {
 	if s.dialect != Postgres {
