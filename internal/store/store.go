@@ -130,7 +130,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.r = s.w
 	} else {
 		s.dialect = SQLite
-		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
+		path := SQLitePath(dsn)
 		if path == "" {
 			return nil, errors.New("open sqlite: empty file path")
 		}
@@ -163,6 +163,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SQLitePath is the file a SQLite dsn names (as Open reads it: a path,
+// optionally written sqlite://path or file:path); "" for a PostgreSQL URL.
+func SQLitePath(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
 }
 
 // createPrivate creates the SQLite database file at path, empty (which
