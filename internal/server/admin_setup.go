@@ -57,7 +57,8 @@ func (s *Server) redeemSetupCode(w http.ResponseWriter, r *http.Request) error {
 	}
 	code := strings.TrimSpace(in.Code)
 	if code == "" {
-		return perch.Problems{"code": "is required: the part of the setup link after #code="}.Err()
+		return &perch.Error{Code: perch.EVALIDATION, Message: "The setup code is missing: open the whole setup link that perch serve printed; the code is its part after #code=.",
+			Fields: map[string]string{"code": "is required"}}
 	}
 	u, err := s.adminDB.RedeemSetupCode(r.Context(), auth.HashToken(code), principal(r).User.ID, s.listedAdmins())
 	if err != nil {
