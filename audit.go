@@ -140,7 +140,7 @@ var secretKeys = []string{"password", "secret", "token", "hash", "private_key", 
 // its prefix and at least 16 of the random characters that follow (the
 // display prefix of a token, 8 of them, is not a secret and is kept).
 var rawCredential = regexp.MustCompile(`(` + strings.Join([]string{APITokenPrefix, AccessTokenPrefix, RefreshTokenPrefix,
-	WebhookTokenPrefix, EmailTokenPrefix, InvitationTokenPrefix, DeviceCodePrefix, SCIMTokenPrefix}, "|") + `)[A-Za-z0-9_-]{16,}`)
+	WebhookTokenPrefix, EmailTokenPrefix, InvitationTokenPrefix, DeviceCodePrefix, SCIMTokenPrefix, SetupCodePrefix}, "|") + `)[A-Za-z0-9_-]{16,}`)
 
 // Redacted is what stands in the log for a secret.
 const Redacted = "[redacted]"

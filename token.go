@@ -14,6 +14,7 @@ const (
 	AccessTokenPrefix  = "pac_"
 	RefreshTokenPrefix = "prf_"
 	SCIMTokenPrefix    = "scim_" // an organisation's SCIM token
+	SetupCodePrefix    = "pst_"  // a one-time setup link's code, while a server has no platform admin
 )
 
 // SessionCookie is the cookie that carries a dashboard session's access
@@ -81,4 +82,5 @@ type Session struct {
 const (
 	AccessTokenTTL  = 15 * time.Minute
 	RefreshTokenTTL = 30 * 24 * time.Hour
+	SetupCodeTTL    = 24 * time.Hour // a setup link's (docs/DESIGN.md, Who is verified, who is admin)
 )

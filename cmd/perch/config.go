@@ -69,6 +69,10 @@ func (s setting) env() string {
 	return "PERCH_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
 }
 
+// defaultDatabaseURL is the database when none is set: perch.db in the
+// current directory.
+const defaultDatabaseURL = "perch.db"
+
 var settings = []setting{
 	{"listen", ":8080", "address to listen on", func(c *config, v string) error {
 		if _, _, err := net.SplitHostPort(v); err != nil {
@@ -113,7 +117,7 @@ var settings = []setting{
 		c.BaseURL = strings.TrimSuffix(v, "/")
 		return nil
 	}},
-	{"database-url", "perch.db", "SQLite file path, or a postgres:// URL", func(c *config, v string) error {
+	{"database-url", defaultDatabaseURL, "SQLite file path, or a postgres:// URL", func(c *config, v string) error {
 		if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
 			if _, err := url.Parse(v); err != nil {
 				return fmt.Errorf("not a valid URL")
@@ -424,17 +428,23 @@ func splitList(v string) []string {
 }
 
 // parseConfig reads the flags in args over the PERCH_* variables over the
-// defaults, and reports every bad value at once.
+// defaults, and reports every bad value at once. name is the command as its
+// usage line shows it ("serve", "admin grant EMAIL"); -h prints that usage
+// and every setting, and is errHelp.
 func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("perch "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: perch %s [flags]\n\nEvery flag has a PERCH_* variable of the same name (--database-url is PERCH_DATABASE_URL); a flag wins over its variable.\n\nflags:\n", name)
+		fs.PrintDefaults()
+	}
 	flags := map[string]*string{}
 	for _, s := range settings {
 		flags[s.flag] = fs.String(s.flag, "", fmt.Sprintf("%s (env %s, default %q)", s.help, s.env(), s.def))
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
+			return nil, errHelp
 		}
 		return nil, errUsage
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -231,6 +230,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fmt.Fprintf(stdout, "perch listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("listening", "addr", ln.Addr().String(), "database", string(st.Dialect()), "base_url", c.BaseURL)
+	setupLink(ctx, srv, logger)
 	if c.AnonymousBroadcast {
 		logger.Warn("webhook deliveries without a token are broadcast to every user (PERCH_ANONYMOUS_BROADCAST=true); " +
 			"set PERCH_ANONYMOUS_BROADCAST=false to require a token")
@@ -294,6 +294,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// setupLink logs, once and at warn level (it shows at the default level,
+// and in journalctl -u perch), a one-time link that makes the first
+// platform admin, when no account is one (server.SetupLink). The code is
+// in the link's fragment, which browsers never send: it reaches no access
+// log and no Referer.
+func setupLink(ctx context.Context, srv *server.Server, logger *slog.Logger) {
+	link, expires, err := srv.SetupLink(ctx)
+	switch {
+	case err != nil:
+		logger.Warn("no account is a platform admin, and making a setup link failed; the next start tries again, "+
+			"or make one with perch admin grant EMAIL", "err", err)
+	case link != "":
+		logger.Warn("no account is a platform admin yet: to become it, open this one-time link in the browser, "+
+			"signed in to your account (or sign up there first); it works once, until it expires, and each start "+
+			"prints a new one while no admin exists. perch admin grant EMAIL makes an admin too",
+			"link", link, "expires", expires.UTC().Format(time.RFC3339))
+	}
 }
 
 // newHTTPServer serves h with the timeouts and limits of every listener.
@@ -363,28 +382,6 @@ func sealOutbox(ctx context.Context, st *store.Store, box *secrets.Box, logger *
 	} else if n > 0 {
 		logger.Info("sealed the links of mail kept in the outbox before", "count", n)
 	}
-}
-
-// readSecrets returns what opens the secrets the server sealed, for the
-// operator's commands: as openSecrets, but it never makes the key file (a
-// file made by another user than the server's could lock the server out of
-// it). nil when there is no key.
-func readSecrets(c *config, st *store.Store) (*secrets.Box, error) {
-	key := c.SecretKey
-	if key == nil {
-		if st.Dialect() != store.SQLite {
-			return nil, nil
-		}
-		var err error
-		key, err = secrets.ReadKeyFile(filepath.Join(filepath.Dir(st.Path()), secrets.KeyFileName))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("secret key (PERCH_SECRET_KEY unset): %w", err)
-		}
-	}
-	return secrets.New(key)
 }
 
 // prune deletes expired sign-in tokens, SAML sign-ins never answered and
@@ -560,85 +557,5 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	defer st.Close()
 	fmt.Fprintf(stdout, "%s database is up to date\n", st.Dialect())
-	return nil
-}
-
-const adminUsage = `usage:
-  perch admin grant EMAIL [flags]   make an account a platform admin
-  perch admin outbox [flags]        print the mail waiting in the outbox (no SMTP server), newest first
-`
-
-// outboxShown is how many kept messages perch admin outbox prints.
-const outboxShown = 20
-
-// printOutbox prints the mail waiting in the outbox, its links opened with
-// the key the server seals them with. A link that cannot be opened is
-// printed as the reason, never as the sealed value.
-func printOutbox(ctx context.Context, c *config, st *store.Store, stdout io.Writer) error {
-	box, err := readSecrets(c, st)
-	if err != nil {
-		return err
-	}
-	kept, err := st.Outbox(ctx, outboxShown)
-	if err != nil {
-		return fmt.Errorf("read the outbox: %w", err)
-	}
-	if len(kept) == 0 {
-		fmt.Fprintln(stdout, "The outbox is empty.")
-	}
-	for _, k := range kept {
-		m, err := mail.Open(k, box)
-		link := m.Link
-		if err != nil {
-			link = "(cannot be shown: " + strings.TrimPrefix(err.Error(), "mail: ") + ")"
-		}
-		fmt.Fprintf(stdout, "To: %s\nSubject: %s\nLink: %s\n\n", m.To, m.Subject, link)
-	}
-	return nil
-}
-
-// admin runs operator commands against the database: `perch admin grant
-// EMAIL` and `perch admin outbox`.
-func admin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var flags []string
-	switch {
-	case len(args) >= 2 && args[0] == "grant":
-		flags = args[2:]
-	case len(args) >= 1 && args[0] == "outbox":
-		flags = args[1:]
-	default:
-		fmt.Fprint(stderr, adminUsage)
-		return errUsage
-	}
-	c, err := parseConfig("admin", flags, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, c, newLogger(c, stderr))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if args[0] == "outbox" {
-		return printOutbox(ctx, c, st, stdout)
-	}
-	email := args[1]
-	u, _, err := st.UserCredentials(ctx, email)
-	if err != nil {
-		return fmt.Errorf("grant %s: %w", email, err)
-	}
-	if u.IsAdmin {
-		fmt.Fprintf(stdout, "%s is a platform admin already\n", email)
-		return nil
-	}
-	if err := st.GrantAdmin(ctx, email); err != nil {
-		return fmt.Errorf("grant %s: %w", email, err)
-	}
-	entry := &perch.AuditEntry{Action: perch.AuditAdminGranted, Actor: perch.AuditActor{Type: perch.ActorSystem, ID: "perch admin grant"},
-		Target: perch.AuditTarget{Type: "user", ID: u.ID}, OrgID: u.OrgID, Changes: map[string]any{"via": "perch admin grant", "email": u.Email}}
-	if err := st.AppendAudit(ctx, entry); err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
-	fmt.Fprintf(stdout, "%s is now a platform admin\n", email)
 	return nil
 }

@@ -14,15 +14,18 @@ import (
 
 // adminStore is what the platform admins' handlers need from storage: users,
 // organisations, feature flags, metrics, the audit log, the catalog, the
-// stored e-mail settings and the newsletter.
+// stored e-mail settings, the newsletter, and the setup links that make the
+// first platform admin.
 type adminStore interface {
 	AdminOrg(ctx context.Context, id string) (*perch.AdminOrgDetail, error)
+	AdminNeeded(ctx context.Context, listed []string) (bool, error)
 	AdminUser(ctx context.Context, id string) (*perch.AdminUser, error)
 	Announcement(ctx context.Context, id string) (*perch.Announcement, error)
 	Announcements(ctx context.Context) ([]*perch.Announcement, error)
 	AuditLog(ctx context.Context, f perch.AuditFilter) ([]*perch.AuditEntry, string, error)
 	CountNewsletterSubscribers(ctx context.Context, through time.Time) (int, error)
 	CreateAnnouncement(ctx context.Context, title, body string) (*perch.Announcement, error)
+	CreateSetupCode(ctx context.Context, hash string, ttl time.Duration, listed []string) (expires time.Time, made bool, err error)
 	DeleteAnnouncement(ctx context.Context, id string) error
 	EachAudit(ctx context.Context, f perch.AuditFilter, fn func(*perch.AuditEntry) error) error
 	EachNewsletterSubscriber(ctx context.Context, through time.Time, fn func(*perch.Subscriber) error) error
@@ -35,6 +38,7 @@ type adminStore interface {
 	Plans(ctx context.Context) ([]*perch.Plan, error)
 	PlansWithSubscribers(ctx context.Context) ([]*perch.AdminPlan, error)
 	PutEmailSettings(ctx context.Context, e store.EmailSettings, keepPassword bool) (*store.EmailSettings, error)
+	RedeemSetupCode(ctx context.Context, hash, userID string, listed []string) (*perch.User, error)
 	SetNewsletter(ctx context.Context, userID string, on bool) (changed bool, err error)
 	UpdateAnnouncement(ctx context.Context, id string, upd perch.AnnouncementUpdate) (*perch.Announcement, error)
 	UpdateFeatureFlag(ctx context.Context, key string, u perch.FeatureUpdate) (before, after *perch.FeatureFlag, err error)

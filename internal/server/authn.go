@@ -161,7 +161,12 @@ func userKey(id string) string { return "user:" + id }
 // their password is not also kept from resetting it, and a desktop sign-in
 // spends none of the address's sign-in attempts.
 func (s *Server) perIP(bucket string, l perch.Limit, h handlerFunc) http.Handler {
-	return s.rateLimited(s.handle(h), l, func(r *http.Request) string { return bucket + "-ip:" + s.clientIP(r).String() })
+	return s.ipLimited(bucket, l, s.handle(h))
+}
+
+// ipLimited is perIP for a handler already wrapped (one that authenticates).
+func (s *Server) ipLimited(bucket string, l perch.Limit, next http.Handler) http.Handler {
+	return s.rateLimited(next, l, func(r *http.Request) string { return bucket + "-ip:" + s.clientIP(r).String() })
 }
 
 // rateLimited counts each request against key(r) and answers 429 past the

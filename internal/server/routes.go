@@ -43,6 +43,11 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/users/me", s.signedIn(s.updateMe))
 	m.Handle("GET /api/v1/users/me/features", s.signedIn(s.features))
 
+	// The first platform admin: a setup link's code, redeemed by a signed-in
+	// user, limited per client address as sign-in is (admin_setup.go).
+	m.Handle("GET /api/v1/setup", s.signedIn(s.setupStatus))
+	m.Handle("POST /api/v1/setup/admin", s.ipLimited("setup", auth, s.signedIn(s.redeemSetupCode)))
+
 	// API tokens.
 	m.Handle("GET /api/v1/tokens", s.signedIn(s.listAPITokens))
 	m.Handle("POST /api/v1/tokens", s.signedIn(s.createAPIToken))

@@ -12,8 +12,19 @@ import (
 
 // adminsLock is the PostgreSQL advisory lock that serializes changes of
 // platform admins, so that two admins stepping down at once cannot both
-// count the other as the one who remains. (SQLite has one writer.)
+// count the other as the one who remains, nor two setup links both find
+// the server without one. (SQLite has one writer.)
 const adminsLock = 7_310_009
+
+// lockAdmins takes adminsLock for the rest of tx (PostgreSQL; SQLite's
+// one writer serializes them already).
+func (s *Store) lockAdmins(ctx context.Context, tx *sql.Tx) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, adminsLock)
+	return err
+}
 
 const adminUserColumns = `u.id, u.email, u.name, u.org_id, o.name, u.org_role, u.is_admin, u.email_verified, u.email_asserted_by,
 	u.disabled_at IS NOT NULL, u.created_at, u.last_seen_at`
@@ -104,10 +115,8 @@ func (s *Store) UpdateUserAsAdmin(ctx context.Context, id string, upd perch.Admi
 	c := &AdminUserChange{}
 	now := ms(s.now())
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if s.dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, adminsLock); err != nil {
-				return err
-			}
+		if err := s.lockAdmins(ctx, tx); err != nil {
+			return err
 		}
 		var err error
 		if c.Before, err = s.adminUser(ctx, tx, id); err != nil {
@@ -163,19 +172,26 @@ func isAdmin(u *perch.AdminUser, listed []string) bool {
 	return u.Granted || u.EmailVerified && slices.Contains(listed, perch.NormalizeEmail(u.Email))
 }
 
+// adminPredicate is the SQL condition, on users u, of an enabled platform
+// admin (as isAdmin): granted in the store, or listed (normalized
+// addresses) with the mailbox proven; and its arguments.
+func adminPredicate(listed []string) (string, []any) {
+	if len(listed) == 0 {
+		return `(u.disabled_at IS NULL AND u.is_admin)`, nil
+	}
+	args := make([]any, len(listed))
+	for i, e := range listed {
+		args[i] = e
+	}
+	return `(u.disabled_at IS NULL AND (u.is_admin OR (u.email_verified AND u.email_norm IN (?` + strings.Repeat(`, ?`, len(listed)-1) + `))))`, args
+}
+
 // anotherAdmin fails with ECONFLICT unless an enabled platform admin other
 // than userID exists.
 func (s *Store) anotherAdmin(ctx context.Context, tx *sql.Tx, userID string, listed []string) error {
-	cond := `u.is_admin`
-	args := []any{userID}
-	if len(listed) > 0 {
-		cond = `(u.is_admin OR (u.email_verified AND u.email_norm IN (?` + strings.Repeat(`, ?`, len(listed)-1) + `)))`
-		for _, e := range listed {
-			args = append(args, e)
-		}
-	}
+	cond, args := adminPredicate(listed)
 	var others int
-	err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users u WHERE u.id <> ? AND u.disabled_at IS NULL AND `+cond), args...).Scan(&others)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users u WHERE u.id <> ? AND `+cond), append([]any{userID}, args...)...).Scan(&others)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.r = s.w
 	} else {
 		s.dialect = SQLite
-		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
+		path := SQLitePath(dsn)
 		if path == "" {
 			return nil, errors.New("open sqlite: empty file path")
 		}
@@ -163,6 +163,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SQLitePath is the file a SQLite dsn names (as Open reads it: a path,
+// optionally written sqlite://path or file:path); "" for a PostgreSQL URL.
+func SQLitePath(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
 }
 
 // createPrivate creates the SQLite database file at path, empty (which
@@ -287,6 +296,23 @@ func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
 		logger.Info("migration applied", "dialect", s.dialect, "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
 	return nil
+}
+
+// Migrated reports whether the database holds Perch's schema, as perch
+// serve or perch migrate leave it (the migrations' version table and the
+// users table), so that the operator's commands can tell the server's
+// database from an empty or a stranger's one before they change it.
+func (s *Store) Migrated(ctx context.Context) (bool, error) {
+	query := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('goose_db_version', 'users')`
+	if s.dialect == Postgres {
+		query = `SELECT COUNT(*) FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name IN ('goose_db_version', 'users')`
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return false, fmt.Errorf("read the %s schema: %w", s.dialect, err)
+	}
+	return n == 2, nil
 }
 
 // q returns query with its ? placeholders written the dialect's way.

@@ -145,11 +145,22 @@ func (s *Store) SetPassword(ctx context.Context, userID, hash, keepSession strin
 	return revoked, err
 }
 
-// GrantAdmin makes the account with the given e-mail address a platform admin.
+// GrantAdmin makes the account with the given e-mail address a platform
+// admin. The server has an admin then, so its setup links (setup.go) are
+// deleted in the same transaction.
 func (s *Store) GrantAdmin(ctx context.Context, email string) error {
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE users SET is_admin = TRUE, updated_at = ? WHERE email_norm = ?`),
-		ms(s.now()), perch.NormalizeEmail(email))
-	return expectOne(res, err, "User")
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockAdmins(ctx, tx); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET is_admin = TRUE, updated_at = ? WHERE email_norm = ?`),
+			ms(s.now()), perch.NormalizeEmail(email))
+		if err := expectOne(res, err, "User"); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM setup_codes`)
+		return err
+	})
 }
 
 // SyncListedAdmins brings up to date the record of who is a platform admin

@@ -13,10 +13,21 @@ import (
 	"github.com/perch-dev/perch/client"
 )
 
+// notificationsData is what the feed's page says besides the feed.
+type notificationsData struct {
+	// AdminNeeded says that no account is a platform admin: the page says
+	// where the setup link is.
+	AdminNeeded bool
+}
+
 // Notifications is the live feed; the page's script loads the history and
 // listens on /ws.
 func (d *Dashboard) Notifications(w http.ResponseWriter, r *http.Request, c *call) error {
-	return c.page("notifications", view{Title: "Notifications", Nav: "notifications"})
+	needed, err := c.adminNeeded()
+	if err != nil {
+		return err
+	}
+	return c.page("notifications", view{Title: "Notifications", Nav: "notifications", Data: notificationsData{AdminNeeded: needed}})
 }
 
 // webhooksData is what the Webhooks page shows.

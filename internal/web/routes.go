@@ -27,6 +27,11 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /verify-email", d.Public(d.VerifyEmail))
 	m.Handle("GET /invitations/accept", d.Public(d.AcceptInvitationPage))
 	m.Handle("POST /invitations/accept", d.Private(d.AcceptInvitation))
+	// The setup link that makes the first platform admin (pages_setup.go):
+	// the page is public, so that its script can keep the code through a
+	// sign-in or sign-up.
+	m.Handle("GET /setup", d.Public(d.SetupPage))
+	m.Handle("POST /setup", d.Private(d.RedeemSetup))
 	m.Handle("GET /device", d.Private(d.DevicePage))
 	m.Handle("POST /device", d.Private(d.AnswerDevice))
 	m.Handle("GET /notifications", d.Private(d.Notifications))

@@ -17,6 +17,27 @@ document.addEventListener("click", (e) => {
   }
 });
 
+// The setup link ({base}/setup#code=pst_…): the code is in the fragment, so
+// that no request carries it. It is kept in this tab's sessionStorage, out
+// of the address bar, so that it survives a sign-in or sign-up on the way
+// (and a renewal of the session, whose page this is too, before its form
+// is sent below); the confirmation form takes it, and sending the form
+// spends it.
+if (location.pathname === "/setup") {
+  const found = new URLSearchParams(location.hash.slice(1)).get("code");
+  if (found) {
+    sessionStorage.setItem("perch-setup-code", found);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  const form = document.getElementById("setup-form");
+  if (form) {
+    const code = sessionStorage.getItem("perch-setup-code");
+    form.querySelector("#setup-code").value = code || "";
+    form.querySelector("#setup-missing").hidden = Boolean(code);
+    form.addEventListener("submit", () => sessionStorage.removeItem("perch-setup-code"));
+  }
+}
+
 // A page that hands the browser on to a payment provider names the link
 // to follow: it is followed at once (a form's redirect off the site is
 // refused by the pages' CSP, following a link is not).
