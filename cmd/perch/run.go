@@ -19,7 +19,7 @@ Usage:
   perch migrate [flags]        apply database migrations and exit
   perch admin grant EMAIL      make an account a platform admin
   perch admin outbox           print the mail waiting for an operator (no SMTP server)
-  perch version                print the version
+  perch version                print the version, commit, Go version, platform and tray
 
 Each command's flags: perch COMMAND -h.
 
@@ -30,9 +30,6 @@ The client commands read PERCH_SERVER (the server when --server is not
 given), PERCH_WEBHOOK_TOKEN (send's token) and PERCH_CONFIG_DIR (where the
 sign-ins are kept; default: the user's configuration directory/perch).
 `
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // errUsage means the command line was wrong; usage has been printed.
 var errUsage = errors.New("see usage above")
@@ -72,7 +69,7 @@ func dispatch(ctx context.Context, cmd string, rest []string, c *cli) error {
 	case "admin":
 		return admin(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "perch", version)
+		thisBuild().write(stdout)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -23,10 +23,19 @@ import (
 // trayConsumer names the tray's resume point in the credentials store.
 const trayConsumer = "tray"
 
+// errNoTray is perch tray's answer in a build without the tray (trayBuiltIn):
+// a macOS binary built without cgo, as the release's are.
+var errNoTray = errors.New("this perch has no tray: it was built without cgo (CGO_ENABLED=0, as the release archives for macOS are), and the macOS menu bar needs cgo. " +
+	"For the tray, build perch from source on the Mac, where cgo is on by default: install Go and Xcode's command line tools (xcode-select --install), then go build -o perch ./cmd/perch in a checkout. " +
+	"perch listen works in this build meanwhile")
+
 // tray runs the menu-bar app: `perch tray [--server URL]`. It follows the
 // signed-in user's notifications, shows them in the tray icon's menu and
 // raises a desktop notification for each new one, until Quit or a signal.
 func tray(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if !trayBuiltIn {
+		return errNoTray
+	}
 	c := newCLI(getenv, nil, stdout, stderr)
 	fs := c.flags("tray", "perch tray [--server URL]")
 	serverFlag := fs.String("server", "", "server URL (default: PERCH_SERVER, then the server of the default sign-in)")

@@ -14,6 +14,11 @@ import (
 	trayui "github.com/perch-dev/perch/internal/tray"
 )
 
+// trayBuiltIn: systray is pure Go on Linux, the BSDs and Windows, and uses
+// cgo on macOS, where this file is built only with cgo (tray_nocgo.go is the
+// other case).
+const trayBuiltIn = true
+
 // runSystray shows app in the system tray until Quit is chosen (which calls
 // quit) or the app's context ends. systray allows one run per process.
 func runSystray(app *trayApp, quit context.CancelFunc) error {

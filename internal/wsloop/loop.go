@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lesismal/nbio"
@@ -175,19 +173,11 @@ func checkMasked(c *nbio.Conn, data []byte) {
 // it. Adding a connection only once every batch taken before its number
 // was given out is done makes that impossible.
 func (p *Loop) startBarrier() error {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	inside, knock, err := barrierPair()
 	if err != nil {
 		return err
 	}
-	inside, err := fileConn(fds[0])
-	if err != nil {
-		syscall.Close(fds[1])
-		return err
-	}
-	if p.knock, err = fileConn(fds[1]); err != nil {
-		inside.Close()
-		return err
-	}
+	p.knock = knock
 	nbc, err := nbio.NBConn(inside)
 	if err != nil {
 		p.knock.Close()
@@ -224,12 +214,6 @@ func (p *Loop) settle() {
 	case <-p.answered:
 	case <-p.done:
 	}
-}
-
-func fileConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "perch-ws-barrier")
-	defer f.Close() // FileConn has a copy of its own
-	return net.FileConn(f)
 }
 
 // frame returns data as the WebSocket text message the library would write:

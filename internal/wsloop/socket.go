@@ -199,7 +199,7 @@ func closeWrite(c net.Conn) {
 		c.CloseWrite()
 	case syscall.Conn: // the event loop's connections
 		if rc, err := c.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+			rc.Control(shutdownWrite)
 		}
 	}
 }
