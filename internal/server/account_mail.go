@@ -109,16 +109,11 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 // spending it, so that the page it opens can say at once that it does not.
 // The token travels in the body, as for the reset itself, not in a URL.
 func (s *Server) checkResetLink(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Token string `json:"token"`
-	}
-	if err := decode(r, &in); err != nil {
+	token, err := decodeLinkToken(r)
+	if err != nil {
 		return err
 	}
-	if in.Token == "" {
-		return perch.Problems{"token": "is required"}.Err()
-	}
-	u, err := s.accountDB.EmailTokenOwner(r.Context(), auth.HashToken(in.Token), perch.EmailPasswordReset)
+	u, err := s.accountDB.EmailTokenOwner(r.Context(), auth.HashToken(token), perch.EmailPasswordReset)
 	if err != nil {
 		return err
 	}
@@ -127,16 +122,11 @@ func (s *Server) checkResetLink(w http.ResponseWriter, r *http.Request) error {
 
 // verifyEmail spends a verification or address-change link.
 func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Token string `json:"token"`
-	}
-	if err := decode(r, &in); err != nil {
+	token, err := decodeLinkToken(r)
+	if err != nil {
 		return err
 	}
-	if in.Token == "" {
-		return perch.Problems{"token": "is required"}.Err()
-	}
-	hash := auth.HashToken(in.Token)
+	hash := auth.HashToken(token)
 	// A link for a new address changes the account's address: the audit log
 	// says from what.
 	before, err := s.accountDB.EmailTokenOwner(r.Context(), hash, perch.EmailChange)
@@ -156,4 +146,20 @@ func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
 	s.syncListedAdmin(r, u.ID)
 	u.IsAdmin = s.isAdmin(u)
 	return respond(w, http.StatusOK, u)
+}
+
+// decodeLinkToken reads the body {"token": …} of a request that carries a
+// mailed link's token (a check, a verification, an acceptance): the token
+// travels in the body, never in a URL. A missing one is 422 naming it.
+func decodeLinkToken(r *http.Request) (string, error) {
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := decode(r, &in); err != nil {
+		return "", err
+	}
+	if in.Token == "" {
+		return "", perch.Problems{"token": "is required"}.Err()
+	}
+	return in.Token, nil
 }

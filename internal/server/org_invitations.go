@@ -88,16 +88,11 @@ func invitationTarget(id string) perch.AuditTarget {
 // link's check. The link is the credential: an unknown, used, revoked or
 // expired one is the same 400, which names nothing.
 func (s *Server) checkInvitation(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Token string `json:"token"`
-	}
-	if err := decode(r, &in); err != nil {
+	token, err := decodeLinkToken(r)
+	if err != nil {
 		return err
 	}
-	if in.Token == "" {
-		return perch.Problems{"token": "is required"}.Err()
-	}
-	p, err := s.orgDB.InvitationPreview(r.Context(), auth.HashToken(in.Token))
+	p, err := s.orgDB.InvitationPreview(r.Context(), auth.HashToken(token))
 	if err != nil {
 		return err
 	}
@@ -106,17 +101,12 @@ func (s *Server) checkInvitation(w http.ResponseWriter, r *http.Request) error {
 
 // acceptInvitation moves the signed-in user into the inviting organisation.
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Token string `json:"token"`
-	}
-	if err := decode(r, &in); err != nil {
+	token, err := decodeLinkToken(r)
+	if err != nil {
 		return err
 	}
-	if in.Token == "" {
-		return perch.Problems{"token": "is required"}.Err()
-	}
 	u := principal(r).User
-	org, err := s.orgDB.AcceptInvitation(r.Context(), auth.HashToken(in.Token), u)
+	org, err := s.orgDB.AcceptInvitation(r.Context(), auth.HashToken(token), u)
 	if err != nil {
 		return err
 	}
