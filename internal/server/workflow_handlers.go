@@ -33,6 +33,7 @@ type workflowStore interface {
 	Marketplace(ctx context.Context, q, sort string, page perch.Page) ([]*store.Listing, string, error)
 	Member(ctx context.Context, orgID, userID string) (*perch.Member, error)
 	Notifications(ctx context.Context, a *perch.Audience, since string, limit int) ([]*perch.Notification, error)
+	NotificationPayload(ctx context.Context, id string) ([]byte, error)
 	PublishWorkflow(ctx context.Context, orgID, id string) (*perch.Workflow, error)
 	SeedStarterWorkflows(ctx context.Context, author string, ws []*perch.Workflow) error
 	SourceVersions(ctx context.Context, orgID string) (map[string]int, error)

@@ -138,6 +138,18 @@ func (s *Server) applyWorkflows(ctx context.Context, orgID string, body []byte, 
 	return out
 }
 
+// keepPayload has the notifications that workflows ran on keep the payload
+// they read, for "Try it" on them later; one larger than the store keeps
+// is not kept (docs/DESIGN.md, Kept payloads).
+func keepPayload(batch []store.NewNotification, payload []byte) {
+	if len(payload) == 0 || len(payload) > store.MaxKeptPayload {
+		return
+	}
+	for i := range batch {
+		batch[i].Payload = payload
+	}
+}
+
 // cancelQueued marks the forwards and e-mails of earlier workflows skipped
 // when a later one withheld the notification: they go with the
 // notification as delivered, and it was not.

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -55,7 +56,22 @@ type tryResult struct {
 	Steps        []perch.RunStep `json:"steps"`
 	Forwards     int             `json:"forwards"`
 	Emails       int             `json:"emails"`
+	// Payload is the payload the try ran on, and PayloadSource where it
+	// came from: "request" (the try's payload), "kept" (the one kept with
+	// the stored notification) or "none" (an empty one).
+	Payload       map[string]any `json:"payload"`
+	PayloadSource string         `json:"payload_source"`
+	// Missing are the payload paths the workflow reads that the payload
+	// lacks: a condition over one of them is not matched for want of data.
+	Missing []string `json:"missing"`
 }
+
+// Where a try's payload came from.
+const (
+	payloadFromRequest = "request"
+	payloadKept        = "kept"
+	payloadNone        = "none"
+)
 
 // statusNotMatched is a try's status when the condition did not hold.
 const statusNotMatched = "not_matched"
@@ -96,20 +112,48 @@ func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	payload := in.Payload
-	if payload == nil {
-		payload = map[string]any{}
+	payload, source, err := s.tryPayload(r.Context(), n, in)
+	if err != nil {
+		return err
 	}
 	res := prog.Run(r.Context(), workflow.Input{Notification: *n, Payload: payload, Now: s.now()}, tryHooks)
 	out := tryResult{Matched: res.Matched, Status: cmp.Or(res.Status, statusNotMatched), Steps: res.Steps,
-		Forwards: len(res.Forwards), Emails: len(res.Emails)}
+		Forwards: len(res.Forwards), Emails: len(res.Emails), Payload: payload, PayloadSource: source,
+		Missing: prog.Missing(payload)}
 	if out.Steps == nil {
 		out.Steps = []perch.RunStep{}
+	}
+	if out.Missing == nil {
+		out.Missing = []string{}
 	}
 	m := res.Notification
 	out.Notification = tryNotification{Title: m.Title, Message: m.Message, Severity: m.Severity, Tab: m.Tab,
 		Source: m.Source, URL: m.URL, Scope: m.Scope}
 	return respond(w, http.StatusOK, out)
+}
+
+// tryPayload is the payload a try runs on, and where it came from: the
+// try's own; else, on a stored notification, the one kept with it; else
+// an empty one.
+func (s *Server) tryPayload(ctx context.Context, n *perch.Notification, in tryInput) (map[string]any, string, error) {
+	if in.Payload != nil {
+		return in.Payload, payloadFromRequest, nil
+	}
+	if in.NotificationID != "" {
+		body, err := s.workflowDB.NotificationPayload(ctx, n.ID)
+		switch {
+		case err == nil:
+			var m map[string]any
+			if json.Unmarshal(body, &m) == nil && m != nil {
+				return m, payloadKept, nil
+			}
+			// A body that is not a JSON object: the live run saw an empty
+			// payload too.
+		case perch.ErrorCode(err) != perch.ENOTFOUND:
+			return nil, "", err
+		}
+	}
+	return map[string]any{}, payloadNone, nil
 }
 
 // tryNotification is the event a try runs on: a stored notification the

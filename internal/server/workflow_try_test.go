@@ -1,6 +1,8 @@
 package server
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/perch-dev/perch"
@@ -85,6 +87,51 @@ func TestTryingAWorkflowChangesNothing(t *testing.T) {
 		w, err := s.Workflow(t.Context(), ada.OrgID, id)
 		if err != nil || w.Stats != (perch.WorkflowStats{}) || w.Version != 1 || w.Steps[0].Set["title"] != `"[prod] " + event.title` {
 			t.Fatalf("the workflow after trying = %+v, %v", w, err)
+		}
+	})
+}
+
+// TestTryingAPastNotificationSeesItsPayload: a notification that a workflow
+// ran on keeps the sender's payload, so "Try it" on it later sees what the
+// live run saw; one that came while no workflow was on kept none, and the
+// try names what the workflow reads that its sample lacks.
+func TestTryingAPastNotificationSeesItsPayload(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		_, raw := a.whToken(ada, perch.SenderInbound, perch.ScopeOrg, "")
+		alert := `{"title":"DB down","severity":"error","alert":{"priority":"P1"}}`
+		before := a.whOK("/webhooks/inbound", raw, alert).IDs[0]
+		id := a.mustCreateWorkflow(ada, map[string]any{"name": "P1s", "enabled": true, "condition": `payload.alert.priority == "P1"`,
+			"steps": []any{map[string]any{"set": map[string]any{"title": `"[P1] " + event.title`}}}})["id"].(string)
+		live := a.whOK("/webhooks/inbound", raw, alert).IDs[0]
+		if h := a.whHistory(ada, ""); h[len(h)-1].ID != live || h[len(h)-1].Title != "[P1] DB down" {
+			t.Fatalf("the live run left %+v", h[len(h)-1])
+		}
+		huge := a.whOK("/webhooks/inbound", raw, `{"title":"Big","alert":{"priority":"P1"},"blob":"`+strings.Repeat("x", store.MaxKeptPayload)+`"}`).IDs[0]
+		try := func(nid string) map[string]any {
+			t.Helper()
+			return expect(t, a.call("POST", workflowsPath+"/"+id+"/test", ada.Access, map[string]any{"notification_id": nid}), 200).Data()
+		}
+
+		got := try(live)
+		if got["matched"] != true || got["payload_source"] != "kept" || len(got["missing"].([]any)) != 0 ||
+			got["payload"].(map[string]any)["alert"].(map[string]any)["priority"] != "P1" {
+			t.Fatalf("a try on the notification the workflow ran on = %v", got)
+		}
+		for name, nid := range map[string]string{"before the workflow": before, "larger than is kept": huge} {
+			got := try(nid)
+			// The condition fails to read what is not there.
+			if got["matched"] != false || got["status"] != perch.RunFailed || got["payload_source"] != "none" ||
+				!reflect.DeepEqual(got["missing"], []any{"payload.alert.priority"}) {
+				t.Errorf("a try on a notification %s = %v", name, got)
+			}
+		}
+		// A payload given with the try stands in for the kept one.
+		got = expect(t, a.call("POST", workflowsPath+"/"+id+"/test", ada.Access, map[string]any{"notification_id": live, "payload": map[string]any{"alert": map[string]any{}}}), 200).Data()
+		if got["matched"] != false || got["payload_source"] != "request" || !reflect.DeepEqual(got["missing"], []any{"payload.alert.priority"}) {
+			t.Fatalf("a try with its own payload = %v", got)
 		}
 	})
 }

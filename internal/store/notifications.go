@@ -251,6 +251,9 @@ func (s *Store) pruneNotificationsChunk(ctx context.Context, cutoffMS int64) (in
 		if through == 0 {
 			return nil
 		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM notification_payloads WHERE notification_id <= ?`), through); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notifications WHERE id <= ?`), through)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -196,6 +197,21 @@ type tryResult struct {
 	Steps        []perch.RunStep     `json:"steps"`
 	Forwards     int                 `json:"forwards"`
 	Emails       int                 `json:"emails"`
+	// Payload, PayloadSource and Missing: what the try read as payload,
+	// where from, and what the workflow reads that it lacks.
+	Payload       json.RawMessage `json:"payload"`
+	PayloadSource string          `json:"payload_source"`
+	Missing       []string        `json:"missing"`
+}
+
+// PayloadJSON is the payload the try ran on, indented for reading; "" when
+// it was empty.
+func (t *tryResult) PayloadJSON() string {
+	var b bytes.Buffer
+	if len(t.Payload) == 0 || string(t.Payload) == "{}" || json.Indent(&b, t.Payload, "", "  ") != nil {
+		return ""
+	}
+	return b.String()
 }
 
 // editorFields are the editor's own fields: their problems show beside them.

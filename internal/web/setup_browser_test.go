@@ -7,25 +7,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// fitsTheScreen fails the test when the page is wider than the screen, on
-// a phone (390 px) and on a laptop (1280 px), and shoots it at each size as
-// <name>-<size>.png.
-func (b *chrome) fitsTheScreen(name string) {
-	b.t.Helper()
-	for _, v := range []screen{phoneScreen, {"laptop-1280", 1280, 800, false}} {
-		b.viewport(v)
-		// innerWidth, and the screen's width: a phone's innerWidth grows
-		// with a page wider than the screen, as the browser zooms out.
-		type fit struct{ PageWidth, ScreenWidth float64 }
-		got := evaluate[fit](b, `({PageWidth: document.documentElement.scrollWidth, ScreenWidth: window.innerWidth})`)
-		if got.PageWidth > got.ScreenWidth || got.PageWidth > float64(v.width) {
-			b.t.Errorf("%s at %s: the page is %v px wide on a %v px screen", name, v.name, got.PageWidth, v.width)
-		}
-		b.shoot(name + "-" + v.name)
-	}
-	b.viewport(laptopScreen)
-}
-
 // TestSetupLinkInTheBrowser follows the link perch serve prints on a server
 // with no platform admin, in Chromium, signed out: the page keeps the code
 // (out of the address bar) through the sign-up, asks the new account to
@@ -45,7 +26,7 @@ func TestSetupLinkInTheBrowser(t *testing.T) {
 		t.Errorf("the address bar shows %s; want the code gone from it", got)
 	}
 	b.checkPage("setup-signed-out")
-	b.fitsTheScreen("setup-signed-out")
+	b.fits("setup-signed-out")
 
 	b.click("#setup-signup")
 	b.do("wait for the sign-up form", waitVisible("#name"))
@@ -62,14 +43,14 @@ func TestSetupLinkInTheBrowser(t *testing.T) {
 		t.Error("the page says the code is missing")
 	}
 	b.checkPage("setup-confirm")
-	b.fitsTheScreen("setup-confirm")
+	b.fits("setup-confirm")
 
 	// The feed says the server has no admin yet, and where the link is.
 	b.open("/notifications", "#setup-notice")
 	if got := b.text("#setup-notice"); !strings.Contains(got, "journalctl -u perch") || !strings.Contains(got, "perch admin grant EMAIL") {
 		t.Errorf("the notice says %q", got)
 	}
-	b.fitsTheScreen("setup-notice")
+	b.fits("setup-notice")
 
 	// Back on the page, the code kept in the tab is still there: confirm.
 	b.open("/setup", "#setup-who")

@@ -283,7 +283,8 @@ func compileKey(p perch.Problems, field, expr string) *expr {
 // and stops at the limit.
 type expr struct {
 	cel.Program
-	max uint64
+	max   uint64
+	reads [][]string // the payload paths it reads (payloadPaths)
 }
 
 // compileExpr compiles one CEL expression whose result must be of type want
@@ -309,7 +310,7 @@ func compileExpr(p perch.Problems, field, src string, want *cel.Type) *expr {
 		p.Add(field, fmt.Sprintf("must be a %s expression, not %s", want, out))
 		return nil
 	}
-	e := &expr{}
+	e := &expr{reads: payloadPaths(ast.NativeRep())}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if est, err := env.EstimateCost(ast, deliverySized{}); err == nil && est.Max <= exprCostLimit {
 		e.max = max(est.Max, 1)
