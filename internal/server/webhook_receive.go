@@ -79,7 +79,7 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 			}
 			if flowed = s.applyWorkflows(r.Context(), tok.orgID, payload, batch); flowed != nil {
 				batch = flowed.keep
-				keepPayload(batch, payload)
+				flowed.keepPayload(payload)
 			}
 		}
 		var stored []store.Stored

@@ -56,6 +56,9 @@ type flowed struct {
 	stats map[string]perch.WorkflowStats
 	held  int  // notifications dropped, throttled or digested
 	jobs  bool // some notification carries a forward or an e-mail
+	// payload is the delivery's body the workflows read, kept with each
+	// notification stored for "Try it" (nil: none, or too large to keep).
+	payload []byte
 }
 
 // applyWorkflows runs orgID's enabled workflows, in order, on each of a
@@ -138,15 +141,12 @@ func (s *Server) applyWorkflows(ctx context.Context, orgID string, body []byte, 
 	return out
 }
 
-// keepPayload has the notifications that workflows ran on keep the payload
-// they read, for "Try it" on them later; one larger than the store keeps
-// is not kept (docs/DESIGN.md, Kept payloads).
-func keepPayload(batch []store.NewNotification, payload []byte) {
-	if len(payload) == 0 || len(payload) > store.MaxKeptPayload {
-		return
-	}
-	for i := range batch {
-		batch[i].Payload = payload
+// keepPayload has the notifications the workflows ran on keep the payload they
+// read, for "Try it" on them later; one larger than the store keeps is not
+// kept (docs/DESIGN.md, Kept payloads).
+func (f *flowed) keepPayload(payload []byte) {
+	if len(payload) > 0 && len(payload) <= store.MaxKeptPayload {
+		f.payload = payload
 	}
 }
 
@@ -209,12 +209,19 @@ func emailJobOf(orgID, workflowID string, e perch.EmailStep) store.NotificationJ
 	}}
 }
 
-// stored records the runs once keep was stored (stored[i] is keep[i]'s
-// outcome): a redelivery's runs are not recorded again.
+// stored records the runs and keeps the payload once keep was stored
+// (stored[i] is keep[i]'s outcome): a redelivery's are not recorded again.
 func (f *flowed) stored(rec *worker.Recorder, stored []store.Stored) {
 	runs := f.other
+	var kept []store.KeptPayload
 	for i, st := range stored {
-		if st.Duplicate || i >= len(f.runs) {
+		if st.Duplicate {
+			continue
+		}
+		if f.payload != nil {
+			kept = append(kept, store.KeptPayload{NotificationID: st.Notification.ID, Body: f.payload})
+		}
+		if i >= len(f.runs) {
 			continue
 		}
 		for _, r := range f.runs[i] {
@@ -222,5 +229,5 @@ func (f *flowed) stored(rec *worker.Recorder, stored []store.Stored) {
 			runs = append(runs, r)
 		}
 	}
-	rec.Add(f.orgID, runs, f.stats)
+	rec.Add(f.orgID, runs, f.stats, kept)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/perch-dev/perch"
@@ -18,38 +16,44 @@ const MaxKeptPayload = 64 << 10
 // payloadRows is how many payloads one insert statement carries at most.
 const payloadRows = 16
 
-// keepPayloads stores, in tx, the payloads of the batch's notifications
-// that are new (a redelivery keeps the payload of the first delivery).
-func (s *Store) keepPayloads(ctx context.Context, tx *sql.Tx, batch []NewNotification, out []Stored) error {
-	var args []any
-	flush := func() error {
-		if len(args) == 0 {
-			return nil
-		}
-		values := strings.Repeat("(?, ?),", len(args)/2)
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO notification_payloads (notification_id, body) VALUES `+values[:len(values)-1]), args...)
-		args = args[:0]
-		return err
+// KeptPayload is a sender's payload to keep with the notification it made.
+type KeptPayload struct {
+	NotificationID string
+	Body           []byte // at most MaxKeptPayload bytes
+}
+
+// KeepPayloads stores payloads beside their notifications, in one
+// transaction of its own: they are written after the notifications, in
+// batches, off the ingest path (worker.Recorder). A notification that keeps
+// one already keeps the first. EBADREQUEST for a body over MaxKeptPayload
+// or a malformed id, and nothing is stored.
+func (s *Store) KeepPayloads(ctx context.Context, kept []KeptPayload) (err error) {
+	if len(kept) == 0 {
+		return nil
 	}
-	for i, nn := range batch {
-		if nn.Payload == nil || out[i].Duplicate {
-			continue
+	args := make([]any, 0, 2*len(kept))
+	for _, k := range kept {
+		if len(k.Body) > MaxKeptPayload {
+			return perch.Errorf(perch.EBADREQUEST, "A kept payload is at most %d bytes; this one is %d.", MaxKeptPayload, len(k.Body))
 		}
-		if len(nn.Payload) > MaxKeptPayload {
-			return fmt.Errorf("keep payload: %d bytes, more than %d", len(nn.Payload), MaxKeptPayload)
-		}
-		id, err := strconv.ParseInt(out[i].Notification.ID, 10, 64)
+		id, err := ParseNotificationID(k.NotificationID)
 		if err != nil {
 			return err
 		}
-		args = append(args, id, nn.Payload)
-		if len(args) == 2*payloadRows {
-			if err := flush(); err != nil {
+		args = append(args, id, k.Body)
+	}
+	defer func() { err = s.wrote(ctx, err) }()
+	return inTx(ctx, s.w, func(tx *sql.Tx) error {
+		for start := 0; start < len(args); start += 2 * payloadRows {
+			chunk := args[start:min(start+2*payloadRows, len(args))]
+			values := strings.Repeat("(?, ?),", len(chunk)/2)
+			q := `INSERT INTO notification_payloads (notification_id, body) VALUES ` + values[:len(values)-1] + ` ON CONFLICT (notification_id) DO NOTHING`
+			if _, err := tx.ExecContext(ctx, s.q(q), chunk...); err != nil {
 				return err
 			}
 		}
-	}
-	return flush()
+		return nil
+	})
 }
 
 // NotificationPayload is the payload kept with notification id; ENOTFOUND

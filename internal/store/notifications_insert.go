@@ -23,9 +23,6 @@ type NewNotification struct {
 	Notification perch.Notification // ID and CreatedAt are assigned by the store
 	DedupeKey    string
 	Jobs         []NotificationJob // queued with the notification when it is new
-	// Payload is the sender's payload to keep with the notification when it
-	// is new (nil: none), at most MaxKeptPayload bytes.
-	Payload []byte
 }
 
 // Stored is the outcome of storing one NewNotification: the notification with
@@ -132,10 +129,8 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	defer func() { err = s.wrote(ctx, err) }()
 	now := s.now()
 	out := make([]Stored, len(batch))
-	// Extras are rows written beside the notifications, in the same
-	// transaction: jobs to queue and payloads to keep.
-	extras := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 || nn.Payload != nil })
-	if s.dialect == Postgres && !extras {
+	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
+	if s.dialect == Postgres && !hasJobs {
 		if err := s.insertPipelined(ctx, batch, out, now); err != nil {
 			return nil, err
 		}
@@ -158,7 +153,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 		start += n
 	}
 	// insert runs the statements in tx, or, with tx nil, on the writer
-	// itself (on SQLite, a batch of one statement and no extras: see
+	// itself (on SQLite, a batch of one statement and no jobs: see
 	// insertSQLite); on SQLite the rows take the ids from next on.
 	insert := func(tx *sql.Tx, next int64) error {
 		var q querier = s.w
@@ -184,15 +179,12 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 			}
 			start += rows
 		}
-		if !extras {
-			return nil
+		if hasJobs {
+			return s.queueNotificationJobs(ctx, tx, batch, out, now)
 		}
-		if err := s.keepPayloads(ctx, tx, batch, out); err != nil {
-			return err
-		}
-		return s.queueNotificationJobs(ctx, tx, batch, out, now)
+		return nil
 	}
-	if s.dialect == Postgres { // a batch with extras to write beside it
+	if s.dialect == Postgres { // a batch with jobs to queue beside it
 		err := inTx(ctx, s.w, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, notificationsLock); err != nil {
 				return err
@@ -209,7 +201,7 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	}
 	// SQLite: one process, one writer connection; the caller's single
 	// writer goroutine keeps commit and announcement in order.
-	if err := s.insertSQLite(ctx, len(batch), len(stmts) == 1 && !extras, insert); err != nil {
+	if err := s.insertSQLite(ctx, len(batch), len(stmts) == 1 && !hasJobs, insert); err != nil {
 		return nil, err
 	}
 	if announce != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/web"
+	"github.com/perch-dev/perch/internal/worker"
 )
 
 // site is a whole Perch as cmd/perch serve composes it: the API
@@ -44,6 +45,7 @@ type site struct {
 	logs    *syncWriter
 	mail    *mailtest.Server
 	metrics *prometheus.Registry
+	runs    *worker.Recorder // workflow runs, stats and kept payloads: Wait writes them
 }
 
 // newSite serves a site over s at http://127.0.0.1:<port>, with generous
@@ -123,6 +125,9 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 		o.Mailer = mail.NewMailer(nil, s, box, logger)
 	}
 	o.Ingest = ingest.New(s, o.Fanout, logger)
+	if o.Runs == nil {
+		o.Runs = worker.NewRecorder(s, logger)
+	}
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	writerDone := make(chan struct{})
 	go func() { o.Ingest.Run(writerCtx); close(writerDone) }()
@@ -149,7 +154,7 @@ func newSiteOn(t testing.TB, ln net.Listener, s *store.Store, adjust ...func(*se
 		unsubscribe()
 	})
 	client := &http.Client{Transport: ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &site{t: t, srv: srv, ts: ts, http: client, store: s, clock: clock, logs: logs, mail: smtp, metrics: o.Metrics.Registry}
+	return &site{t: t, srv: srv, ts: ts, http: client, store: s, clock: clock, logs: logs, mail: smtp, metrics: o.Metrics.Registry, runs: o.Runs}
 }
 
 // response is an answer with its body decoded when it is JSON.

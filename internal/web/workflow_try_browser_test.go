@@ -32,6 +32,7 @@ func TestTryItOnAPastNotificationInTheBrowser(t *testing.T) {
 	wf := expect(t, a.call("POST", "/api/v1/org/workflows", access, map[string]any{"name": "Page on P1", "enabled": true,
 		"condition": `payload.alert.priority == "P1"`, "steps": []any{map[string]any{"set": map[string]any{"title": `"[P1] " + event.title`}}}}), 201).Data()
 	deliver("Disk full (after)")
+	a.runs.Wait() // the payload is kept after the notification, in the recorder's batch
 
 	id := wf["id"].(string)
 	b.open("/org/workflows/"+id, "#try-notification")

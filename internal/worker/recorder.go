@@ -10,13 +10,13 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 )
 
-// Recorder writes workflow runs and stats in the background, in
-// batches: the first run waits runLinger for others to join it, and
+// Recorder writes workflow runs, stats and the payloads workflows ran on
+// (kept for "Try it") in the background, in batches: the first run waits runLinger for others to join it, and
 // whatever comes while one batch is written goes in the next, so busy
 // ingest costs a few transactions a second rather than one per
 // notification (on SQLite, each would wait for the one writer that ingest
-// needs). Runs are a record, not the notification: a crash loses at most
-// the batch being gathered.
+// needs). Runs and kept payloads are a record, not the notification: a
+// crash loses at most the batch being gathered.
 type Recorder struct {
 	store    *store.Store
 	log      *slog.Logger
@@ -24,6 +24,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	runs     map[string][]*perch.WorkflowRun // by organisation
 	stats    map[string]perch.WorkflowStats
+	payloads []store.KeptPayload
 	flushing bool
 	done     sync.WaitGroup
 }
@@ -33,8 +34,9 @@ func NewRecorder(st *store.Store, log *slog.Logger) *Recorder {
 	return &Recorder{store: st, log: log, hurry: make(chan struct{}, 1), runs: map[string][]*perch.WorkflowRun{}, stats: map[string]perch.WorkflowStats{}}
 }
 
-// Add queues runs of orgID's workflows and evaluations to count.
-func (rr *Recorder) Add(orgID string, runs []*perch.WorkflowRun, stats map[string]perch.WorkflowStats) {
+// Add queues runs of orgID's workflows, evaluations to count and payloads
+// to keep.
+func (rr *Recorder) Add(orgID string, runs []*perch.WorkflowRun, stats map[string]perch.WorkflowStats, payloads []store.KeptPayload) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	if len(runs) > 0 {
@@ -47,7 +49,8 @@ func (rr *Recorder) Add(orgID string, runs []*perch.WorkflowRun, stats map[strin
 		st.Failed += d.Failed
 		rr.stats[id] = st
 	}
-	if !rr.flushing && (len(rr.runs) > 0 || len(rr.stats) > 0) {
+	rr.payloads = append(rr.payloads, payloads...)
+	if !rr.flushing && (len(rr.runs) > 0 || len(rr.stats) > 0 || len(rr.payloads) > 0) {
 		rr.flushing = true
 		rr.done.Add(1)
 		go rr.flush()
@@ -69,13 +72,13 @@ func (rr *Recorder) flush() {
 	}
 	for {
 		rr.mu.Lock()
-		runs, stats := rr.runs, rr.stats
-		if len(runs) == 0 && len(stats) == 0 {
+		runs, stats, payloads := rr.runs, rr.stats, rr.payloads
+		if len(runs) == 0 && len(stats) == 0 && len(payloads) == 0 {
 			rr.flushing = false
 			rr.mu.Unlock()
 			return
 		}
-		rr.runs, rr.stats = map[string][]*perch.WorkflowRun{}, map[string]perch.WorkflowStats{}
+		rr.runs, rr.stats, rr.payloads = map[string][]*perch.WorkflowRun{}, map[string]perch.WorkflowStats{}, nil
 		rr.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -88,6 +91,9 @@ func (rr *Recorder) flush() {
 			if err := rr.store.AddWorkflowStats(ctx, stats); err != nil {
 				rr.log.Error("counting workflow evaluations failed", "workflows", len(stats), "err", err)
 			}
+		}
+		if err := rr.store.KeepPayloads(ctx, payloads); err != nil {
+			rr.log.Error("keeping workflow payloads failed", "payloads", len(payloads), "err", err)
 		}
 		cancel()
 	}
