@@ -90,7 +90,7 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 	s.worker.Wake()
 	s.audit(r, perch.AuditEntry{Action: perch.AuditWorkflowDeliveryRetried, Target: perch.AuditTarget{Type: "delivery", ID: after.ID},
 		Changes: map[string]any{"workflow_id": after.WorkflowID, "run_id": after.RunID, "kind": after.Delivery().Kind,
-			"state": map[string]any{"from": before.Delivery().State, "to": after.Delivery().State},
+			"state":    map[string]any{"from": before.Delivery().State, "to": after.Delivery().State},
 			"attempts": before.Attempts}})
 	return respond(w, http.StatusOK, failedDelivery(after, ""))
 }
