@@ -114,6 +114,9 @@ const (
 	AuditWorkflowForked      = "workflow.forked"
 	AuditWorkflowPublished   = "workflow.published"
 	AuditWorkflowWithdrawn   = "workflow.withdrawn" // taken out of the marketplace
+	// AuditWorkflowDeliveryRetried: a failed delivery (forward or e-mail)
+	// queued again by an owner or admin; target type "delivery".
+	AuditWorkflowDeliveryRetried = "workflow.delivery.retried"
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

@@ -154,9 +154,16 @@ type WorkflowRun struct {
 
 // RunStep is what one step did in a run.
 type RunStep struct {
-	Type   string `json:"type"`
-	Status string `json:"status"` // ok, skipped, failed, queued
+	Type string `json:"type"`
+	// Status is ok, skipped or failed; a forward or e-mail step that queued
+	// a delivery has its Delivery's state (queued, delivered, retrying,
+	// refused, given_up) once read back with it.
+	Status string `json:"status"`
 	Detail string `json:"detail,omitempty"`
+	// Job is what became of the delivery the step queued; only on the
+	// runs read back (never stored with the run), and only when the
+	// delivery is still kept.
+	Job *Delivery `json:"job,omitempty"`
 }
 
 // Duration is a time.Duration written as Go writes durations ("10m") in

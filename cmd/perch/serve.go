@@ -410,17 +410,18 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 			} else if n > 0 {
 				logger.Info("pruned notifications past retention", "count", n, "retention", retention)
 			}
-			// Workflow runs, and jobs given up (shown beside them), are
-			// kept as long as notifications.
+			// Workflow runs, and the jobs that finished (delivered,
+			// refused or given up, shown beside them), are kept as long as
+			// notifications.
 			if n, err := st.PruneWorkflowRuns(ctx, cutoff); err != nil {
 				logger.Warn("pruning workflow runs failed", "err", err)
 			} else if n > 0 {
 				logger.Info("pruned workflow runs past retention", "count", n, "retention", retention)
 			}
 			if n, err := st.PruneJobs(ctx, cutoff); err != nil {
-				logger.Warn("pruning given-up workflow jobs failed", "err", err)
+				logger.Warn("pruning finished workflow jobs failed", "err", err)
 			} else if n > 0 {
-				logger.Info("pruned given-up workflow jobs past retention", "count", n)
+				logger.Info("pruned finished workflow jobs past retention", "count", n)
 			}
 			if n, err := st.PruneWorkflowState(ctx, time.Now()); err != nil {
 				logger.Warn("pruning workflow throttle windows failed", "err", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/store"
 )
 
 // adminListOrgs serves GET /api/v1/admin/orgs: every organisation, newest
@@ -24,9 +25,26 @@ func (s *Server) adminListOrgs(w http.ResponseWriter, r *http.Request) error {
 	return respondPage(w, orgs, next)
 }
 
+// adminOrgID is the organisation of an /admin/orgs/{id} route. Perch's own
+// organisation, which authors the starter workflows (store.StarterOrgID),
+// is not one an operator manages: it is left out of the lists and counts,
+// and not found here either, so nothing can change its plan or its
+// sign-in (docs/DESIGN.md, Administration).
+func adminOrgID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if id == store.StarterOrgID {
+		return "", perch.Errorf(perch.ENOTFOUND, "Organisation not found.")
+	}
+	return id, nil
+}
+
 // adminGetOrg serves GET /api/v1/admin/orgs/{id}.
 func (s *Server) adminGetOrg(w http.ResponseWriter, r *http.Request) error {
-	o, err := s.adminDB.AdminOrg(r.Context(), r.PathValue("id"))
+	id, err := adminOrgID(r)
+	if err != nil {
+		return err
+	}
+	o, err := s.adminDB.AdminOrg(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -34,12 +52,16 @@ func (s *Server) adminGetOrg(w http.ResponseWriter, r *http.Request) error {
 }
 
 // planStatuses are the statuses an admin may give an organisation's plan.
-var planStatuses = []string{perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue, perch.PlanCanceled, perch.PlanPaused}
+var planStatuses = []string{perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue, perch.PlanCanceled, perch.PlanPaused, perch.PlanNone}
 
 // adminUpdateOrg serves PATCH /api/v1/admin/orgs/{id}: an operator sets an
 // organisation's plan, plan status or trial end (null clears it). Every
 // problem is answered at once (422).
 func (s *Server) adminUpdateOrg(w http.ResponseWriter, r *http.Request) error {
+	id, err := adminOrgID(r)
+	if err != nil {
+		return err
+	}
 	var in struct {
 		Plan        *string         `json:"plan"`
 		Status      *string         `json:"status"`
@@ -85,7 +107,7 @@ func (s *Server) adminUpdateOrg(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	before, after, err := s.adminDB.UpdateOrgAsAdmin(r.Context(), r.PathValue("id"), upd)
+	before, after, err := s.adminDB.UpdateOrgAsAdmin(r.Context(), id, upd)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ type world struct {
 	team, invitation, invitationToken            string
 	ownerToken, announcement                     string
 	workflow                                     string // the owner's organisation's, published
+	failedJob                                    string // a forward of the owner's organisation, given up
 	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
 	smtpPort                                     int    // the test SMTP server's, for e-mail settings that keep mail flowing
 }
@@ -46,6 +47,7 @@ func newWorld(a *api, n int) *world {
 	w.ownerToken = a.apiToken(w.owner, "laptop")
 	w.workflow = a.mustCreateWorkflow(w.owner, dropErrors("Quiet"))["id"].(string)
 	expect(a.t, a.call("POST", "/api/v1/org/workflows/"+w.workflow+"/publish", w.owner.Access, nil), 200)
+	w.failedJob = givenUpJob(a, w.owner.OrgID, w.workflow)
 	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).Data()["id"].(string)
 	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).Data()["session_id"].(string)
 	return w
@@ -193,6 +195,8 @@ var authzCases = []authzCase{
 	{"PATCH", "/api/v1/org/workflows/{workflow}", map[string]string{"name": "Renamed"}, [6]int{401, 404, 403, 200, 200, 404}},
 	{"DELETE", "/api/v1/org/workflows/{workflow}", nil, [6]int{401, 404, 403, 204, 204, 404}},
 	{"GET", "/api/v1/org/workflows/{workflow}/runs", nil, [6]int{401, 404, 200, 200, 200, 404}},
+	{"GET", "/api/v1/org/workflows/failed-deliveries", nil, [6]int{401, 200, 403, 200, 200, 200}},
+	{"POST", "/api/v1/org/workflows/failed-deliveries/{failedJob}/retry", nil, [6]int{401, 404, 403, 200, 200, 404}},
 	{"POST", "/api/v1/org/workflows/{workflow}/test", nil, [6]int{401, 404, 200, 200, 200, 404}},
 	{"POST", "/api/v1/org/workflows/{workflow}/publish", nil, [6]int{401, 404, 403, 200, 200, 404}},
 	{"POST", "/api/v1/org/workflows/{workflow}/install", nil, [6]int{401, 201, 403, 409, 409, 201}},
@@ -214,7 +218,7 @@ func samlSettingsBody(*world) any {
 
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
-		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow,
+		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 

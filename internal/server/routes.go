@@ -74,7 +74,8 @@ func (s *Server) routes() {
 
 	// Workflows and the marketplace (workflow_*.go):
 	// members read, try and see the runs of their organisation's workflows;
-	// owners and admins change, install, fork and publish them. Each route
+	// owners and admins change, install, fork and publish them, and list
+	// and retry the failed deliveries (workflow_deliveries.go). Each route
 	// also needs its feature flags (gated: 403 feature_disabled when off);
 	// forking a marketplace workflow checks `marketplace` inside.
 	wf, mk := featureWorkflows, featureMarketplace
@@ -84,6 +85,8 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.updateWorkflow, wf)))
 	m.Handle("DELETE /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.deleteWorkflow, wf)))
 	m.Handle("GET /api/v1/org/workflows/{id}/runs", s.allowed(perch.ViewWorkflows, s.gated(s.listWorkflowRuns, wf)))
+	m.Handle("GET /api/v1/org/workflows/failed-deliveries", s.allowed(perch.ManageWorkflows, s.gated(s.listFailedDeliveries, wf)))
+	m.Handle("POST /api/v1/org/workflows/failed-deliveries/{job_id}/retry", s.allowed(perch.ManageWorkflows, s.gated(s.retryDelivery, wf)))
 	m.Handle("POST /api/v1/org/workflows/{id}/test", s.allowed(perch.ViewWorkflows, s.gated(s.tryWorkflow, wf)))
 	m.Handle("POST /api/v1/org/workflows/{id}/fork", s.allowed(perch.ManageWorkflows, s.gated(s.forkWorkflow, wf)))
 	m.Handle("POST /api/v1/org/workflows/{id}/install", s.allowed(perch.ManageWorkflows, s.gated(s.installWorkflow, wf, mk)))

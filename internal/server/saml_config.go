@@ -32,6 +32,9 @@ func (s *Server) ssoOrg(r *http.Request) (orgID string, asAdmin bool, err error)
 	if id == "" {
 		return principal(r).User.OrgID, false, nil
 	}
+	if id, err = adminOrgID(r); err != nil {
+		return "", true, err
+	}
 	if _, err := s.ssoDB.Org(r.Context(), id); err != nil {
 		return "", true, err
 	}

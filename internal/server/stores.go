@@ -22,6 +22,7 @@ type stores struct {
 	webhookDB      webhookStore      // webhook_*.go
 	notificationDB notificationStore // notification_*.go, ws.go (replay)
 	workflowDB     workflowStore     // workflow_*.go
+	deliveryDB     deliveryStore     // workflow_deliveries.go
 	billingDB      billingStore      // billing*.go
 	ssoDB          ssoStore          // saml*.go, sso_*.go
 	scimDB         scimStore         // scim*.go
@@ -43,6 +44,7 @@ func newStores(st *store.Store) stores {
 		webhookDB:      st,
 		notificationDB: st,
 		workflowDB:     st,
+		deliveryDB:     st,
 		billingDB:      st,
 		ssoDB:          st,
 		scimDB:         st,

@@ -496,8 +496,12 @@ func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	runs, next, err := s.workflowDB.WorkflowRuns(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.URL.Query().Get("status"), page)
+	orgID := principal(r).User.OrgID
+	runs, next, err := s.workflowDB.WorkflowRuns(r.Context(), orgID, r.PathValue("id"), r.URL.Query().Get("status"), page)
 	if err != nil {
+		return err
+	}
+	if err := s.withDeliveries(r.Context(), orgID, runs); err != nil {
 		return err
 	}
 	return respondPage(w, runs, next)

@@ -114,15 +114,11 @@ func (s *Server) applyWorkflows(ctx context.Context, orgID string, body []byte, 
 			if res.Status == "" {
 				continue
 			}
-			runs = append(runs, &perch.WorkflowRun{WorkflowID: fl.w.ID, WorkflowVersion: fl.w.Version, Status: res.Status,
-				Steps: res.Steps, DurationUS: time.Since(began).Microseconds(), CreatedAt: now})
+			run := &perch.WorkflowRun{ID: store.NewRunID(now), WorkflowID: fl.w.ID, WorkflowVersion: fl.w.Version, Status: res.Status,
+				Steps: res.Steps, DurationUS: time.Since(began).Microseconds(), CreatedAt: now}
+			runs = append(runs, run)
 			nn.Notification = res.Notification
-			for _, f := range res.Forwards {
-				nn.Jobs = append(nn.Jobs, forwardJobOf(orgID, fl.w.ID, f))
-			}
-			for _, e := range res.Emails {
-				nn.Jobs = append(nn.Jobs, emailJobOf(orgID, fl.w.ID, e))
-			}
+			nn.Jobs = append(nn.Jobs, jobsOf(orgID, run, res)...)
 			if res.Status == perch.RunDropped || res.Status == perch.RunThrottled || res.Status == perch.RunDigested {
 				withheld = true
 				break
@@ -197,16 +193,38 @@ func (s *Server) checkRoute(ctx context.Context, orgID string, before perch.Noti
 	return workflow.Result{Matched: res.Matched, Notification: before, Status: perch.RunFailed, Steps: steps}
 }
 
-func forwardJobOf(orgID, workflowID string, f perch.ForwardStep) store.NotificationJob {
-	return store.NotificationJob{OrgID: orgID, Kind: store.JobWorkflowForward, Payload: func(n perch.Notification) (json.RawMessage, error) {
-		return json.Marshal(worker.ForwardJob{WorkflowID: workflowID, Notification: n, URL: f.URL, Secret: f.Secret})
-	}}
-}
-
-func emailJobOf(orgID, workflowID string, e perch.EmailStep) store.NotificationJob {
-	return store.NotificationJob{OrgID: orgID, Kind: store.JobWorkflowEmail, Payload: func(n perch.Notification) (json.RawMessage, error) {
-		return json.Marshal(worker.EmailJob{WorkflowID: workflowID, Notification: n, To: e.To})
-	}}
+// jobsOf are the forward and e-mail jobs of run, whose result is res, each
+// naming the run and the index of its step: the engine lists a run's
+// forwards and e-mails in the order of its steps, each step queued.
+func jobsOf(orgID string, run *perch.WorkflowRun, res workflow.Result) []store.NotificationJob {
+	var jobs []store.NotificationJob
+	forwards, emails := res.Forwards, res.Emails
+	for i, st := range res.Steps {
+		if st.Status != perch.DeliveryQueued {
+			continue
+		}
+		job := store.NotificationJob{OrgID: orgID, WorkflowID: run.WorkflowID, RunID: run.ID, Step: i}
+		switch {
+		case st.Type == perch.StepForward && len(forwards) > 0:
+			f := forwards[0]
+			forwards = forwards[1:]
+			job.Kind = store.JobWorkflowForward
+			job.Payload = func(n perch.Notification) (json.RawMessage, error) {
+				return json.Marshal(worker.ForwardJob{WorkflowID: run.WorkflowID, Notification: n, URL: f.URL, Secret: f.Secret})
+			}
+		case st.Type == perch.StepEmail && len(emails) > 0:
+			e := emails[0]
+			emails = emails[1:]
+			job.Kind = store.JobWorkflowEmail
+			job.Payload = func(n perch.Notification) (json.RawMessage, error) {
+				return json.Marshal(worker.EmailJob{WorkflowID: run.WorkflowID, Notification: n, To: e.To})
+			}
+		default:
+			continue
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs
 }
 
 // stored records the runs and keeps the payload once keep was stored

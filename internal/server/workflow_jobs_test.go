@@ -240,7 +240,8 @@ func (r stubResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr
 
 // Without PERCH_WORKFLOW_ALLOW_PRIVATE, forwards to the host itself, in any
 // spelling, or to a name that resolves into a refused range, never
-// connect: the job fails with an error naming the refusal.
+// connect: the job is refused, with an error naming the refusal, and not
+// retried.
 func TestWorkflowForwardRefusesPrivateAddresses(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
@@ -267,13 +268,25 @@ func TestWorkflowForwardRefusesPrivateAddresses(t *testing.T) {
 		if got := cl.n.Load(); got != 0 {
 			t.Fatalf("the listener got %d connections, want 0", got)
 		}
-		pending := pendingJobs(t, a)
+		// A refusal is not retried: each job is given up at once, marked
+		// refused, and none is left to try again.
+		failed, err := a.store.FailedJobs(t.Context(), owner.OrgID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := map[string]store.Job{}
+		for _, j := range failed {
+			refused[j.ID] = j
+		}
 		for host, why := range targets {
-			j, ok := pending[ids[host]]
-			if !ok || j.Attempts != 1 || !strings.Contains(j.LastError, "refused") || !strings.Contains(j.LastError, why) ||
-				!strings.Contains(j.LastError, "PERCH_WORKFLOW_ALLOW_PRIVATE") {
-				t.Errorf("forward to %s: pending %v, %d attempts, error %q", host, ok, j.Attempts, j.LastError)
+			j, ok := refused[ids[host]]
+			if !ok || !j.Refused || j.Attempts != 1 || !strings.Contains(j.LastError, "refused") || !strings.Contains(j.LastError, why) ||
+				!strings.Contains(j.LastError, "PERCH_WORKFLOW_ALLOW_PRIVATE") || j.Delivery().State != perch.DeliveryRefused {
+				t.Errorf("forward to %s: refused %v (%v), %d attempts, error %q", host, ok, j.Refused, j.Attempts, j.LastError)
 			}
+		}
+		if pending := pendingJobs(t, a); len(pending) != 0 {
+			t.Errorf("refused forwards are still to be tried: %+v", pending)
 		}
 	})
 }

@@ -105,6 +105,12 @@ func (s *Server) installWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if in.SwitchedOff {
 		changes["enabled"] = false
 	}
+	if in.Updated && in.PreviousName != in.Workflow.Name {
+		changes["name"] = map[string]any{"from": in.PreviousName, "to": in.Workflow.Name}
+	}
+	if in.Updated && in.PreviousDescription != in.Workflow.Description {
+		changes["description"] = map[string]any{"from": in.PreviousDescription, "to": in.Workflow.Description}
+	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditWorkflowInstalled, Target: workflowTarget(in.Workflow.ID), Changes: changes})
 	status := http.StatusCreated
 	if in.Updated {

@@ -108,10 +108,13 @@ func TestMarketplaceRoundTrip(t *testing.T) {
 			t.Fatalf("Bob's list after republishing = %v", got)
 		}
 		// Taking it switches the copy off until Bob switches it on again
-		// (TestTakingAMarketplaceUpdateSwitchesTheCopyOff).
+		// (TestTakingAMarketplaceUpdateSwitchesTheCopyOff), and brings the
+		// source's name over Bob's own ("Ours"), as it brings its condition
+		// (TestTakingAMarketplaceUpdateBringsNameAndDescription).
 		updated := expect(t, a.call("POST", workflowsPath+"/"+id+"/install", bob.Access, nil), 200).Data()
 		if updated["id"] != copyID || updated["update_available"] != false || updated["condition"] != `event.severity != "info"` ||
-			updated["source"].(map[string]any)["version"] != 2.0 || updated["name"] != "Ours" || updated["enabled"] != false {
+			updated["source"].(map[string]any)["version"] != 2.0 || updated["name"] != "Escalate errors" || updated["description"] != "Page the team" ||
+			updated["enabled"] != false {
 			t.Fatalf("updated install = %v", updated)
 		}
 		kept, _ := s.Workflow(t.Context(), bob.OrgID, copyID)

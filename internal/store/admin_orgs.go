@@ -22,12 +22,13 @@ func scanAdminOrg(row interface{ Scan(...any) error }, extra ...any) (*perch.Adm
 	return &o, nil
 }
 
-// Orgs answers one page of every organisation, newest first: those whose
+// Orgs answers one page of every organisation but Perch's own
+// (StarterOrgID), newest first: those whose
 // name or slug holds q without regard to case, or whose id is q; all of
 // them when q is "". The second result is the cursor of the next page, ""
 // after the last; a cursor this store did not answer is EBADREQUEST.
 func (s *Store) Orgs(ctx context.Context, q string, page perch.Page) ([]*perch.AdminOrg, string, error) {
-	var where []string
+	where := []string{realOrgs("o.id")}
 	var args []any
 	if q = strings.TrimSpace(q); q != "" {
 		like := containsPattern(q)
@@ -136,10 +137,11 @@ func (s *Store) UpdateOrgAsAdmin(ctx context.Context, id string, upd perch.Admin
 }
 
 // PlansWithSubscribers lists the billing plans in display order, each with
-// how many organisations are on it in any status but canceled.
+// how many organisations are on it in any status but canceled (Perch's own
+// organisation, StarterOrgID, left out).
 func (s *Store) PlansWithSubscribers(ctx context.Context) ([]*perch.AdminPlan, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT p.slug, p.name, p.price_monthly_cents, p.max_seats,
-			(SELECT COUNT(*) FROM orgs o WHERE o.plan = p.slug AND o.plan_status <> ?)
+			(SELECT COUNT(*) FROM orgs o WHERE o.plan = p.slug AND o.plan_status <> ? AND `+realOrgs("o.id")+`)
 		FROM plans p ORDER BY p.position, p.slug`), perch.PlanCanceled)
 	if err != nil {
 		return nil, err

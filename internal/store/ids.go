@@ -35,3 +35,9 @@ func newTimedID(t time.Time) string {
 	enc := strings.ToLower(timedEncoding.EncodeToString(b[:]))
 	return enc[:10] + enc[13:23]
 }
+
+// NewRunID returns an id for a workflow run made at t, as AddWorkflowRuns
+// would give it: ingest names a run before it is recorded, so that the
+// jobs the run queued (stored with the notification, before the run is
+// recorded) can name it.
+func NewRunID(t time.Time) string { return newTimedID(t) }

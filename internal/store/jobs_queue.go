@@ -28,12 +28,22 @@ type Job struct {
 	ID        string
 	OrgID     string
 	Kind      string          // JobWorkflowForward, JobWorkflowEmail
-	Payload   json.RawMessage // the kind's own data
-	Attempts  int             // failures recorded by RetryJob
-	CreatedAt time.Time
-	NextAt    time.Time // when it is due; for a claimed job, when its lease ends
+	Payload   json.RawMessage // the kind's own data; null once delivered
+	Attempts  int             // failures recorded by RetryJob (and RefuseJob)
+	CreatedAt time.Time       // when it was queued (or requeued by RequeueJob)
+	NextAt    time.Time       // when it is due; for a claimed job, when its lease ends
 	LastError string
 	FailedAt  time.Time // when it was given up; zero while it is still tried
+	// Where it came from: the workflow, the run and the index of the run's
+	// step that queued it ("", "" and -1 when not known: jobs queued by
+	// EnqueueJobs without them, or before runs were linked), and the
+	// notification it carries.
+	WorkflowID     string
+	RunID          string
+	Step           int
+	NotificationID string
+	Refused        bool      // given up at once: the SSRF guard refused its address (RefuseJob)
+	DoneAt         time.Time // when it was carried out (CompleteJob); zero until then
 }
 
 // Backoff bounds: the first retry waits about jobBackoffMin, each one after
@@ -100,10 +110,11 @@ func checkJobs(jobs []Job) error {
 // of an organisation that no longer exists is left out instead of failing
 // the transaction (which, in ingest, other deliveries share).
 func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, jobs []Job, now time.Time, skipGone bool) error {
-	insert := `INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at) VALUES (?, ?, ?, ?, ?, ?)`
+	const columns = `(id, org_id, kind, payload, created_at, next_at, workflow_id, run_id, step, notification_id)`
+	insert := `INSERT INTO jobs ` + columns + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if skipGone {
-		insert = `INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at)
-			SELECT ?, id, ?, ?, ?, ? FROM orgs WHERE id = ?`
+		insert = `INSERT INTO jobs ` + columns + `
+			SELECT ?, id, ?, ?, ?, ?, ?, ?, ?, ? FROM orgs WHERE id = ?`
 	}
 	for i := range jobs {
 		j := &jobs[i]
@@ -112,15 +123,20 @@ func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, jobs []Job, now time
 			payload = "null"
 		}
 		id := newID()
-		args := []any{id, j.OrgID, j.Kind, payload, ms(now), ms(now)}
+		if j.RunID == "" {
+			j.Step = -1
+		}
+		from := []any{storableText(j.WorkflowID, maxJobKind), storableText(j.RunID, maxJobKind), j.Step, storableText(j.NotificationID, maxJobKind)}
+		args := append([]any{id, j.OrgID, j.Kind, payload, ms(now), ms(now)}, from...)
 		if skipGone {
-			args = []any{id, j.Kind, payload, ms(now), ms(now), j.OrgID}
+			args = append(append([]any{id, j.Kind, payload, ms(now), ms(now)}, from...), j.OrgID)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(insert), args...); err != nil {
 			return orgMissing(err)
 		}
 		j.ID, j.CreatedAt, j.NextAt = id, now, now
 		j.Attempts, j.LastError, j.FailedAt = 0, "", time.Time{}
+		j.Refused, j.DoneAt = false, time.Time{}
 	}
 	return nil
 }
@@ -132,6 +148,12 @@ func (s *Store) insertJobs(ctx context.Context, tx *sql.Tx, jobs []Job, now time
 type NotificationJob struct {
 	OrgID string
 	Kind  string
+	// WorkflowID, RunID and Step name the run's step that queued it (the
+	// run's id is given before the run is recorded, so that the job can
+	// name it).
+	WorkflowID string
+	RunID      string
+	Step       int
 	// Payload makes the job's payload from the notification as stored,
 	// with its id and time.
 	Payload func(perch.Notification) (json.RawMessage, error)
@@ -150,7 +172,8 @@ func (s *Store) queueNotificationJobs(ctx context.Context, tx *sql.Tx, batch []N
 			if err != nil {
 				return err
 			}
-			jobs = append(jobs, Job{OrgID: nj.OrgID, Kind: nj.Kind, Payload: payload})
+			jobs = append(jobs, Job{OrgID: nj.OrgID, Kind: nj.Kind, Payload: payload, WorkflowID: nj.WorkflowID,
+				RunID: nj.RunID, Step: nj.Step, NotificationID: out[i].Notification.ID})
 		}
 	}
 	if len(jobs) == 0 {
@@ -162,20 +185,25 @@ func (s *Store) queueNotificationJobs(ctx context.Context, tx *sql.Tx, batch []N
 	return s.insertJobs(ctx, tx, jobs, now, true)
 }
 
-const jobColumns = `id, org_id, kind, payload, attempts, created_at, next_at, last_error, failed_at`
+const jobColumns = `id, org_id, kind, payload, attempts, created_at, next_at, last_error, failed_at,
+	workflow_id, run_id, step, notification_id, refused, done_at`
 
 func scanJob(row interface{ Scan(...any) error }) (Job, error) {
 	var j Job
 	var payload string
 	var created, next int64
-	var failed sql.NullInt64
-	if err := row.Scan(&j.ID, &j.OrgID, &j.Kind, &payload, &j.Attempts, &created, &next, &j.LastError, &failed); err != nil {
+	var failed, done sql.NullInt64
+	if err := row.Scan(&j.ID, &j.OrgID, &j.Kind, &payload, &j.Attempts, &created, &next, &j.LastError, &failed,
+		&j.WorkflowID, &j.RunID, &j.Step, &j.NotificationID, &j.Refused, &done); err != nil {
 		return Job{}, err
 	}
 	j.Payload = json.RawMessage(payload)
 	j.CreatedAt, j.NextAt = fromMS(created), fromMS(next)
 	if failed.Valid {
 		j.FailedAt = fromMS(failed.Int64)
+	}
+	if done.Valid {
+		j.DoneAt = fromMS(done.Int64)
 	}
 	return j, nil
 }
@@ -204,7 +232,7 @@ func (s *Store) ClaimJobs(ctx context.Context, now time.Time, lease time.Duratio
 	at := ms(now)
 	if _, err := s.w.ExecContext(ctx, s.q(`UPDATE jobs SET failed_at = ?, claimed_at = NULL,
 			last_error = CASE WHEN last_error = '' THEN 'not finished: the worker stopped' ELSE last_error END
-		WHERE failed_at IS NULL AND claimed_at IS NOT NULL AND next_at <= ? AND created_at <= ?`),
+		WHERE failed_at IS NULL AND done_at IS NULL AND claimed_at IS NOT NULL AND next_at <= ? AND created_at <= ?`),
 		at, at, ms(now.Add(-perch.WorkflowRetryFor))); err != nil {
 		return nil, err
 	}
@@ -213,7 +241,7 @@ func (s *Store) ClaimJobs(ctx context.Context, now time.Time, lease time.Duratio
 		skipLocked = ` FOR UPDATE SKIP LOCKED`
 	}
 	rows, err := s.w.QueryContext(ctx, s.q(`UPDATE jobs SET next_at = ?, claimed_at = ? WHERE id IN (
-		SELECT id FROM jobs WHERE failed_at IS NULL AND next_at <= ? ORDER BY next_at, id LIMIT ?`+skipLocked+`)
+		SELECT id FROM jobs WHERE failed_at IS NULL AND done_at IS NULL AND next_at <= ? ORDER BY next_at, id LIMIT ?`+skipLocked+`)
 		RETURNING `+jobColumns), ms(now.Add(lease)), at, at, limit)
 	if err != nil {
 		return nil, err
@@ -239,10 +267,13 @@ func (s *Store) ClaimJobs(ctx context.Context, now time.Time, lease time.Duratio
 	return list, nil
 }
 
-// CompleteJob removes a job that was done. ENOTFOUND when there is no such
-// job still being tried (it was completed, or given up, already).
+// CompleteJob records that a job was carried out: it is kept, delivered,
+// for the runs page (its payload, no longer needed, cleared) until
+// PruneJobs. ENOTFOUND when there is no such job still being tried (it was
+// completed, or given up, already).
 func (s *Store) CompleteJob(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM jobs WHERE id = ? AND failed_at IS NULL`), id)
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE jobs SET done_at = ?, claimed_at = NULL, payload = 'null'
+		WHERE id = ? AND failed_at IS NULL AND done_at IS NULL`), ms(s.now()), id)
 	return expectOne(res, err, "Job")
 }
 
@@ -262,9 +293,12 @@ func (s *Store) RetryJob(ctx context.Context, id, errText string, now time.Time)
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var attempts int
 		var created int64
-		var failed sql.NullInt64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT attempts, created_at, failed_at FROM jobs WHERE id = ?`+lock), id).
-			Scan(&attempts, &created, &failed)
+		var failed, done sql.NullInt64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT attempts, created_at, failed_at, done_at FROM jobs WHERE id = ?`+lock), id).
+			Scan(&attempts, &created, &failed, &done)
+		if err == nil && done.Valid {
+			err = sql.ErrNoRows // carried out: as gone as it was before delivered jobs were kept
+		}
 		if err != nil {
 			return notFound(err, "Job")
 		}
@@ -314,14 +348,25 @@ func (s *Store) FailedJobs(ctx context.Context, orgID string, limit int) ([]Job,
 	return list, rows.Err()
 }
 
-// PruneJobs removes the jobs given up before before, and answers how many
-// it removed. Jobs still being tried are never pruned.
+// PruneJobs removes the jobs given up or delivered before before, and
+// answers how many it removed. Jobs still being tried are never pruned.
 func (s *Store) PruneJobs(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM jobs WHERE failed_at IS NOT NULL AND failed_at < ?`), ms(before))
-	if err != nil {
-		return 0, err
+	var total int64
+	for _, query := range []string{
+		`DELETE FROM jobs WHERE failed_at IS NOT NULL AND failed_at < ?`,
+		`DELETE FROM jobs WHERE done_at IS NOT NULL AND done_at < ?`,
+	} {
+		res, err := s.w.ExecContext(ctx, s.q(query), ms(before))
+		if err != nil {
+			return total, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, err
+		}
+		total += n
 	}
-	return res.RowsAffected()
+	return total, nil
 }
 
 // storableText answers s as both databases can store it as text, in at most

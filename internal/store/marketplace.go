@@ -232,14 +232,18 @@ type Installed struct {
 	// SwitchedOff reports that the update changed the condition or steps
 	// of a copy that was on, and switched it off.
 	SwitchedOff bool
+	// PreviousName and PreviousDescription are the copy's before an update
+	// (which brings the source's).
+	PreviousName, PreviousDescription string
 }
 
 // InstallWorkflow copies the published workflow sourceID into orgID, made
 // by createdBy: a new, disabled workflow linked to its source and version,
 // counted as one install of the source. When orgID already has a copy of
 // sourceID, that copy is brought to the source's published version instead
-// (condition and steps replaced, version bumped when they change; name and
-// description kept), Updated is set and no install is counted. An update
+// (name, description, condition and steps replaced, as published; version
+// bumped when the condition or steps change, as an edit bumps it), Updated
+// is set and no install is counted. An update
 // that changes the condition or steps also switches the copy off: what
 // runs on an organisation's notifications is what its owners and admins
 // switched on, never what the author published since, so they review the
@@ -263,11 +267,11 @@ func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy 
 			WHERE source_workflow_id = ? AND org_id = ?`+lock), sourceID, orgID))
 		switch {
 		case err == nil:
-			was := w.Enabled
+			was, name, desc := w.Enabled, w.Name, w.Description
 			if err := s.updateInstalled(ctx, tx, w, src); err != nil {
 				return err
 			}
-			out = &Installed{Workflow: w, Updated: true, SwitchedOff: was && !w.Enabled}
+			out = &Installed{Workflow: w, Updated: true, SwitchedOff: was && !w.Enabled, PreviousName: name, PreviousDescription: desc}
 			return nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
@@ -290,8 +294,9 @@ func (s *Store) InstallWorkflow(ctx context.Context, orgID, sourceID, createdBy 
 	return out, nil
 }
 
-// updateInstalled brings the installed copy w to src's published version,
-// switching it off when its condition or steps change.
+// updateInstalled brings the installed copy w to src's published version
+// (its name and description too), switching it off when its condition or
+// steps change.
 func (s *Store) updateInstalled(ctx context.Context, tx *sql.Tx, w *perch.Workflow, src *Listing) error {
 	steps := keepOwnTargets(src.Workflow.Steps, w.Steps)
 	if w.Condition != src.Workflow.Condition || !sameSteps(w.Steps, steps) {
@@ -299,14 +304,16 @@ func (s *Store) updateInstalled(ctx context.Context, tx *sql.Tx, w *perch.Workfl
 		w.Version++
 		w.Enabled = false
 	}
+	w.Name, w.Description = src.Workflow.Name, src.Workflow.Description
 	w.Source = &perch.WorkflowSource{WorkflowID: src.Workflow.ID, Version: src.Workflow.Version}
 	w.UpdatedAt = s.now()
 	encoded, err := encodeSteps(w.Steps)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE workflows SET enabled = ?, condition = ?, steps = ?, version = ?, source_version = ?, updated_at = ?
-		WHERE id = ? AND org_id = ?`), w.Enabled, w.Condition, encoded, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE workflows SET name = ?, description = ?, enabled = ?, condition = ?, steps = ?, version = ?,
+		source_version = ?, updated_at = ? WHERE id = ? AND org_id = ?`),
+		w.Name, w.Description, w.Enabled, w.Condition, encoded, w.Version, w.Source.Version, ms(w.UpdatedAt), w.ID, w.OrgID)
 	return expectOne(res, err, "Workflow")
 }
 

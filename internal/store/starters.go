@@ -18,8 +18,8 @@ import (
 // or start a checkout for it. It is on the solo plan with the status "none"
 // (no subscription): the trial jobs, which look only at organisations on
 // their trial, pass it by, and MRR, which counts active subscriptions,
-// leaves it out. The operators see it in their list of organisations, with
-// no seats taken.
+// leaves it out. It is no customer: the admin lists, counts and metrics
+// leave it out (realOrgs), and the admin routes do not find it.
 
 // StarterOrgID is the id of the organisation that authors the starter
 // workflows. It is lower-case letters like every id of this store (cursors

@@ -69,6 +69,9 @@ var funcs = template.FuncMap{
 	// plural counts a thing in words: "1 seat", "3 seats".
 	"plural": plural,
 	"add":    func(a, b int) int { return a + b },
+	// stateText is a delivery's or step's state in words: "given up",
+	// not the API's "given_up".
+	"stateText": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 	// thousands writes a count with commas: 12,345.
 	"thousands": func(v any) string {
 		switch v := v.(type) {

@@ -83,6 +83,8 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /org/workflows/{id}/update", d.Private(d.UpdateWorkflow))
 	m.Handle("POST /org/workflows/{id}/delete", d.Private(d.DeleteWorkflow))
 	m.Handle("GET /org/workflows/{id}/runs", d.Private(d.WorkflowRuns))
+	m.Handle("GET /org/workflows/failed-deliveries", d.Private(d.FailedDeliveries)) // pages_deliveries.go
+	m.Handle("POST /org/workflows/failed-deliveries/{id}/retry", d.Private(d.RetryDelivery))
 	m.Handle("GET /marketplace", d.Private(d.Marketplace))
 	m.Handle("POST /marketplace/{id}/install", d.Private(d.InstallWorkflow))
 	m.Handle("POST /marketplace/{id}/fork", d.Private(d.ForkWorkflow))

@@ -201,6 +201,19 @@ func (wk *Worker) runJob(ctx context.Context, client *http.Client, j store.Job) 
 		}
 		return nil
 	}
+	if ref, ok := errors.AsType[*refusal](err); ok {
+		// The guard refuses the address itself: every retry would be
+		// refused the same way, so the job is given up now, marked so.
+		rerr := wk.store.RefuseJob(ctx, j.ID, ref.Error(), wk.now())
+		switch {
+		case rerr != nil && perch.ErrorCode(rerr) == perch.ENOTFOUND:
+			return nil
+		case rerr != nil:
+			return fmt.Errorf("recording the refusal of job %s (%s): %w", j.ID, err, rerr)
+		}
+		wk.log.Warn("a workflow forward was refused by the SSRF guard; it is not retried", "job", j.ID, "org", j.OrgID, "err", err)
+		return nil
+	}
 	gaveUp, rerr := wk.store.RetryJob(ctx, j.ID, err.Error(), wk.now())
 	switch {
 	case rerr != nil && perch.ErrorCode(rerr) == perch.ENOTFOUND:
@@ -278,11 +291,23 @@ func forwardError(err error) error {
 	}
 	switch {
 	case errors.Is(err, netguard.ErrRefused):
-		return fmt.Errorf("the forward was refused, as the receiver's address may not be reached from Perch (PERCH_WORKFLOW_ALLOW_PRIVATE): %v", err)
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "netguard: "), "address refused: ")
+		return &refusal{reason: reason}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return fmt.Errorf("the receiver did not answer within %s", perch.WorkflowForwardTimeout)
 	}
 	return fmt.Errorf("the forward failed: %v", err)
+}
+
+// refusal is the error of a forward the SSRF guard refused: the job is
+// given up at once (store.RefuseJob), not retried.
+type refusal struct {
+	reason string // the guard's, such as "127.0.0.1 is loopback"
+}
+
+func (r *refusal) Error() string {
+	return "refused by the address guard: " + r.reason + "; Perch does not reach loopback, private, link-local or " +
+		"metadata addresses unless PERCH_WORKFLOW_ALLOW_PRIVATE is set"
 }
 
 // isTimeout reports whether err is a network timeout.

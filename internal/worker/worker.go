@@ -9,8 +9,10 @@ package worker
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -122,6 +124,32 @@ type (
 	}
 )
 
+// Describe reads from a job's payload the title of the notification it
+// carries and where it goes: a forward's scheme and host (its path and
+// query may hold a token, and its user info a password), an e-mail's
+// "owners", "admins" or team id. A payload that cannot be read (a
+// delivered job's, cleared) answers "".
+func Describe(j store.Job) (title, target string) {
+	var p struct {
+		Notification struct {
+			Title string `json:"title"`
+		} `json:"notification"`
+		URL string `json:"url"`
+		To  string `json:"to"`
+	}
+	if json.Unmarshal(j.Payload, &p) != nil {
+		return "", ""
+	}
+	target = p.To
+	if j.Kind == store.JobWorkflowForward {
+		target = ""
+		if u, err := url.Parse(p.URL); err == nil && u.Host != "" {
+			target = u.Scheme + "://" + u.Host
+		}
+	}
+	return p.Notification.Title, target
+}
+
 // SealedPrefix marks a forward secret sealed with the server's key.
 const SealedPrefix = "sealed:"
 
@@ -161,3 +189,8 @@ func OpenSecret(box *secrets.Box, stored string) (string, error) {
 	plain, err := box.Open(raw)
 	return string(plain), err
 }
+
+// AllowsPrivate reports whether this worker's forwards may reach loopback,
+// private, link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE):
+// a refused delivery may be retried only then. A nil Worker does not.
+func (wk *Worker) AllowsPrivate() bool { return wk != nil && wk.opts.AllowPrivate }
