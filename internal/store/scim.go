@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -392,7 +393,11 @@ func (s *Store) setSCIMRole(ctx context.Context, tx *sql.Tx, member *SCIMUser, r
 		return nil
 	}
 	if member.Role == perch.RoleOwner {
-		if err := s.keepsAnOwner(ctx, tx, member.OrgID, member.ID); err != nil {
+		err := s.keepsAnOwner(ctx, tx, member.OrgID, member.ID)
+		if errors.Is(err, errLastOwner) {
+			return perch.Errorf(perch.ECONFLICT, "This is the organisation's last owner: the identity provider cannot make them %s. Make someone else an owner first (in Perch, or with roles).", role)
+		}
+		if err != nil {
 			return err
 		}
 	}
