@@ -215,7 +215,9 @@ func TestSCIMGroupsRefuse(t *testing.T) {
 		idp.do("GET", "/scim/v2/Groups?startIndex=first", nil).want(t, 400, scim.InvalidValue)
 
 		big := strings.Repeat("x", 70<<10)
-		patch := func(ops ...any) map[string]any { return map[string]any{"schemas": []string{scim.PatchSchema}, "Operations": ops} }
+		patch := func(ops ...any) map[string]any {
+			return map[string]any{"schemas": []string{scim.PatchSchema}, "Operations": ops}
+		}
 		for _, c := range []struct {
 			name, method, path string
 			body               any
