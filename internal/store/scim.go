@@ -200,8 +200,8 @@ func (s *Store) putSCIMRecord(ctx context.Context, tx *sql.Tx, orgID, userID str
 }
 
 // CreateSCIMUser makes an account in orgID with w's role (member when
-// none), as its identity provider asks, with no password (the member signs in through
-// the organisation's single sign-on). The address is the organisation's
+// none), as its identity provider asks, with no password (the member signs
+// in through the organisation's single sign-on). The address is the organisation's
 // assertion (email_asserted_by), not a proven mailbox. A taken userName or
 // address is ECONFLICT naming it in Fields; a full plan is ECONFLICT too.
 func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (*SCIMUser, error) {
@@ -222,6 +222,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 		role := w.Role
 		if role == "" {
 			role = perch.RoleMember
+		}
+		if !perch.ValidRole(role) {
+			return perch.Errorf(perch.EBADREQUEST, "%q is not an organisation role.", role)
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
 			(id, org_id, org_role, joined_at, email, email_norm, name, email_asserted_by, created_at, updated_at, disabled_at, disabled_by)
@@ -389,8 +392,11 @@ func (s *Store) seatFree(ctx context.Context, tx *sql.Tx, orgID string, now time
 // setSCIMRole gives the member role, when it names one other than theirs,
 // keeping the organisation an owner.
 func (s *Store) setSCIMRole(ctx context.Context, tx *sql.Tx, member *SCIMUser, role string, now int64) error {
-	if role == "" || role == member.Role {
+	switch {
+	case role == "" || role == member.Role:
 		return nil
+	case !perch.ValidRole(role):
+		return perch.Errorf(perch.EBADREQUEST, "%q is not an organisation role.", role)
 	}
 	if member.Role == perch.RoleOwner {
 		err := s.keepsAnOwner(ctx, tx, member.OrgID, member.ID)

@@ -179,5 +179,14 @@ func TestSCIMRoles(t *testing.T) {
 		if u, _ := s.User(ctx, bob.ID); u.IsAdmin {
 			t.Error("a SCIM role made a platform admin")
 		}
+		w.Role = "platform_admin"
+		if _, err := s.UpdateSCIMUser(ctx, ada.OrgID, bob.ID, replace(w)); perch.ErrorCode(err) != perch.EBADREQUEST {
+			t.Errorf("a role that is none of the organisation's: %v", err)
+		}
+		other := scimWrite("dee", "dee@example.com", true)
+		other.Role = "root"
+		if _, err := s.CreateSCIMUser(ctx, ada.OrgID, other); perch.ErrorCode(err) != perch.EBADREQUEST {
+			t.Errorf("creating with a role that is none of the organisation's: %v", err)
+		}
 	})
 }
