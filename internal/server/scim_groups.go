@@ -20,7 +20,7 @@ type scimGroupStore interface {
 	CreateSCIMGroup(ctx context.Context, orgID string, w store.SCIMGroupWrite) (*store.SCIMGroup, error)
 	DeleteTeam(ctx context.Context, orgID, id string) error
 	SCIMGroup(ctx context.Context, orgID, id string) (*store.SCIMGroup, error)
-	SCIMGroups(ctx context.Context, orgID string, conds []store.SCIMGroupCondition, offset, limit int, members bool) ([]*store.SCIMGroup, int, error)
+	SCIMGroups(ctx context.Context, orgID string, conds []store.SCIMGroupCondition, offset, limit int) ([]*store.SCIMGroup, int, error)
 	UpdateSCIMGroup(ctx context.Context, orgID, id string, change func(*store.SCIMGroup) (store.SCIMGroupWrite, error)) (*store.SCIMGroupChange, error)
 }
 
@@ -141,7 +141,7 @@ func (s *Server) scimListGroups(w http.ResponseWriter, r *http.Request, c *scimC
 		}
 	}
 	members := withMembers(r)
-	groups, total, err := s.scimGroupDB.SCIMGroups(r.Context(), c.orgID, conds, start-1, count, members)
+	groups, total, err := s.scimGroupDB.SCIMGroups(r.Context(), c.orgID, conds, start-1, count)
 	if err != nil {
 		return err
 	}

@@ -139,8 +139,9 @@ func TestSCIMGroupsAreTeams(t *testing.T) {
 			}
 		}
 		excluded := idp.do("GET", "/scim/v2/Groups?excludedAttributes=members&filter="+url.QueryEscape(`displayName eq "On call"`), nil).want(t, 200)
-		if lookup(excluded.Body, "Resources.0.members") != nil || lookup(excluded.Body, "Resources.0.displayName") != "On call" {
-			t.Errorf("excludedAttributes=members: %s", excluded.Raw)
+		if lookup(excluded.Body, "Resources.0.members") != nil || lookup(excluded.Body, "Resources.0.displayName") != "On call" ||
+			lookup(excluded.Body, "Resources.0.meta.version") != made.str("meta.version") {
+			t.Errorf("excludedAttributes=members (with the group's one version): %s", excluded.Raw)
 		}
 		if one := idp.do("GET", "/scim/v2/Groups/"+id+"?attributes=displayName", nil).want(t, 200); one.Body["members"] != nil {
 			t.Errorf("attributes=displayName: %s", one.Raw)

@@ -18,7 +18,7 @@ type SCIMGroup struct {
 	OrgID      string
 	Name       string
 	ExternalID string
-	// Members are in the order they joined the team; nil when not asked for.
+	// Members are in the order they joined the team (by id within a millisecond).
 	Members   []SCIMGroupMember
 	CreatedAt time.Time
 	UpdatedAt time.Time // when its name or members last changed
@@ -85,10 +85,11 @@ func scanSCIMGroup(row interface{ Scan(...any) error }) (*SCIMGroup, error) {
 // Fields names the attribute, which tells the caller it is one.
 var errGroupNameTaken = errSCIMTaken("displayName", "The organisation already has a team of that name.")
 
-// SCIMGroups answers the teams of orgID that meet every condition, in the
-// order they were made, skipping offset and answering at most limit, with
-// how many meet them in all; with their members when members is true.
-func (s *Store) SCIMGroups(ctx context.Context, orgID string, conds []SCIMGroupCondition, offset, limit int, members bool) ([]*SCIMGroup, int, error) {
+// SCIMGroups answers the teams of orgID that meet every condition, with
+// their members, in the order they were made, skipping offset and
+// answering at most limit, with how many meet them in all. (Members come
+// even when the caller will not show them: a group's version is of them.)
+func (s *Store) SCIMGroups(ctx context.Context, orgID string, conds []SCIMGroupCondition, offset, limit int) ([]*SCIMGroup, int, error) {
 	where, args := ` WHERE t.org_id = ?`, []any{orgID}
 	for _, c := range conds {
 		if c.Field == SCIMGroupName {
@@ -123,10 +124,8 @@ func (s *Store) SCIMGroups(ctx context.Context, orgID string, conds []SCIMGroupC
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	if members {
-		if err := s.groupMembers(ctx, s.r, out); err != nil {
-			return nil, 0, err
-		}
+	if err := s.groupMembers(ctx, s.r, out); err != nil {
+		return nil, 0, err
 	}
 	return out, total, nil
 }
