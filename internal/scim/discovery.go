@@ -103,14 +103,26 @@ func newDocList(docs ...any) docList {
 	return docList{Schemas: []string{ListSchema}, TotalResults: len(docs), StartIndex: 1, ItemsPerPage: len(docs), Resources: docs}
 }
 
-// ResourceTypes is the list of resource types (RFC 7643 §6): User alone.
+// ResourceTypes is the list of resource types (RFC 7643 §6): User and Group.
 func ResourceTypes(baseURL string) any {
-	return newDocList(ResourceType(baseURL))
+	return newDocList(userType(baseURL), groupType(baseURL))
 }
 
-// ResourceType is the User resource type, at /Users, with the enterprise
+// ResourceType is the resource type named id ("User" or "Group", compared
+// without case); false when Perch serves no such type.
+func ResourceType(baseURL, id string) (any, bool) {
+	switch {
+	case strings.EqualFold(id, "User"):
+		return userType(baseURL), true
+	case strings.EqualFold(id, "Group"):
+		return groupType(baseURL), true
+	}
+	return nil, false
+}
+
+// userType is the User resource type, at /Users, with the enterprise
 // extension as optional.
-func ResourceType(baseURL string) any {
+func userType(baseURL string) resourceType {
 	return resourceType{
 		Schemas:          []string{resourceTypeSchema},
 		ID:               "User",
@@ -120,6 +132,20 @@ func ResourceType(baseURL string) any {
 		Schema:           UserSchema,
 		SchemaExtensions: []schemaExtension{{Schema: EnterpriseSchema, Required: false}},
 		Meta:             docMeta{ResourceType: "ResourceType", Location: trimBase(baseURL) + "/ResourceTypes/User"},
+	}
+}
+
+// groupType is the Group resource type, at /Groups: an organisation's teams.
+func groupType(baseURL string) resourceType {
+	return resourceType{
+		Schemas:          []string{resourceTypeSchema},
+		ID:               "Group",
+		Name:             "Group",
+		Endpoint:         "/Groups",
+		Description:      "Group: a team of the organisation",
+		Schema:           GroupSchema,
+		SchemaExtensions: []schemaExtension{},
+		Meta:             docMeta{ResourceType: "ResourceType", Location: trimBase(baseURL) + "/ResourceTypes/Group"},
 	}
 }
 
@@ -178,6 +204,14 @@ func userAttributes() []attribute {
 		simple("primary", "boolean", "Whether this is the address to use; at most one is."),
 		simple("display", "string", "The address as shown."),
 	}
+	roles := simple("roles", "complex", `The user's role in the organisation, one of owner, admin or member (any case); other values are ignored. Absent: the role stays as it is.`)
+	roles.MultiValued = true
+	roleValue := simple("value", "string", "owner, admin or member.")
+	roleValue.CanonicalValues = []string{"owner", "admin", "member"}
+	roles.SubAttributes = []attribute{
+		roleValue,
+		simple("primary", "boolean", "The entry whose role counts when several name one; else the most privileged counts."),
+	}
 	return []attribute{
 		userName,
 		externalID,
@@ -185,7 +219,40 @@ func userAttributes() []attribute {
 		simple("displayName", "string", "The name to show for the user."),
 		emails,
 		simple("active", "boolean", "Whether the user may sign in."),
+		simple("title", "string", "The user's job title."),
+		roles,
 	}
+}
+
+// enterpriseAttributes are the enterprise extension's attributes Perch keeps.
+func enterpriseAttributes() []attribute {
+	manager := simple("manager", "complex", "The user's manager.")
+	manager.SubAttributes = []attribute{simple("value", "string", "The identity provider's id of the manager.")}
+	return []attribute{
+		simple("employeeNumber", "string", "The number the organisation gives the user."),
+		simple("department", "string", "The user's department."),
+		manager,
+	}
+}
+
+// groupAttributes are the Group schema's attributes as Perch serves them.
+func groupAttributes() []attribute {
+	displayName := simple("displayName", "string", "The team's name, unique in the organisation without regard to case.")
+	displayName.Required, displayName.Uniqueness = true, "server"
+	externalID := simple("externalId", "string", "The identity provider's identifier for the group.")
+	externalID.CaseExact = true
+	members := simple("members", "complex", "The team's members: users of the organisation.")
+	members.MultiValued = true
+	value := simple("value", "string", "The user's id.")
+	value.Mutability, value.CaseExact = "immutable", true
+	display := simple("display", "string", "The user's name.")
+	display.Mutability = "readOnly"
+	ref := simple("$ref", "reference", "Where the user is read.")
+	ref.Mutability = "immutable"
+	memberType := simple("type", "string", "Always User.")
+	memberType.Mutability, memberType.CanonicalValues = "immutable", []string{"User"}
+	members.SubAttributes = []attribute{value, display, ref, memberType}
+	return []attribute{displayName, externalID, members}
 }
 
 func schemas(baseURL string) []schemaDoc {
@@ -199,17 +266,24 @@ func schemas(baseURL string) []schemaDoc {
 		Meta:        docMeta{ResourceType: "Schema", Location: base + "/Schemas/" + UserSchema},
 	}, {
 		Schemas:     []string{schemaSchema},
+		ID:          GroupSchema,
+		Name:        "Group",
+		Description: "Group: a team of the organisation",
+		Attributes:  groupAttributes(),
+		Meta:        docMeta{ResourceType: "Schema", Location: base + "/Schemas/" + GroupSchema},
+	}, {
+		Schemas:     []string{schemaSchema},
 		ID:          EnterpriseSchema,
 		Name:        "EnterpriseUser",
-		Description: "Enterprise User; accepted, none of its attributes kept",
-		Attributes:  []attribute{},
+		Description: "Enterprise User; of its attributes Perch keeps employeeNumber, department and manager",
+		Attributes:  enterpriseAttributes(),
 		Meta:        docMeta{ResourceType: "Schema", Location: base + "/Schemas/" + EnterpriseSchema},
 	}}
 }
 
 // Schemas is the list of the schemas Perch serves (RFC 7643 §7): the User
-// schema with the attributes Perch keeps, and the enterprise extension with
-// none.
+// and Group schemas and the enterprise User extension, each with the
+// attributes Perch keeps.
 func Schemas(baseURL string) any {
 	var docs []any
 	for _, s := range schemas(baseURL) {

@@ -61,15 +61,34 @@ func TestServiceProviderConfig(t *testing.T) {
 func TestResourceTypes(t *testing.T) {
 	t.Parallel()
 	list := decoded(t, ResourceTypes(base))
-	if got := at(t, list, "totalResults"); got != 1.0 {
-		t.Errorf("totalResults = %v, want 1", got)
+	if got := at(t, list, "totalResults"); got != 2.0 {
+		t.Errorf("totalResults = %v, want 2", got)
 	}
 	if got := at(t, list, "schemas", 0); got != ListSchema {
 		t.Errorf("schemas = %v, want the ListResponse", got)
 	}
-	user := at(t, list, "Resources", 0)
-	if one := decoded(t, ResourceType(base)); !reflect.DeepEqual(user, any(one)) {
-		t.Errorf("the list's entry %v differs from ResourceType %v", user, one)
+	user, group := at(t, list, "Resources", 0), at(t, list, "Resources", 1)
+	for i, id := range []string{"User", "group"} {
+		one, ok := ResourceType(base, id)
+		if !ok || !reflect.DeepEqual(at(t, list, "Resources", i), any(decoded(t, one))) {
+			t.Errorf("the list's entry %d differs from ResourceType(%q) %v (%v)", i, id, one, ok)
+		}
+	}
+	if one, ok := ResourceType(base, "Device"); ok {
+		t.Errorf("ResourceType(Device) = %v, want none", one)
+	}
+	for _, tt := range []struct {
+		path []any
+		want any
+	}{
+		{[]any{"id"}, "Group"},
+		{[]any{"endpoint"}, "/Groups"},
+		{[]any{"schema"}, GroupSchema},
+		{[]any{"meta", "location"}, base + "/ResourceTypes/Group"},
+	} {
+		if got := at(t, group, tt.path...); got != tt.want {
+			t.Errorf("Group %v = %v, want %v", tt.path, got, tt.want)
+		}
 	}
 	tests := []struct {
 		path []any
@@ -95,17 +114,41 @@ func TestResourceTypes(t *testing.T) {
 func TestSchemas(t *testing.T) {
 	t.Parallel()
 	list := decoded(t, Schemas(base))
-	if got := at(t, list, "totalResults"); got != 2.0 {
-		t.Fatalf("totalResults = %v, want 2", got)
+	if got := at(t, list, "totalResults"); got != 3.0 {
+		t.Fatalf("totalResults = %v, want 3", got)
 	}
-	user, enterprise := at(t, list, "Resources", 0), at(t, list, "Resources", 1)
-
-	var names []string
-	for _, a := range at(t, user, "attributes").([]any) {
-		names = append(names, at(t, a, "name").(string))
+	user, group, enterprise := at(t, list, "Resources", 0), at(t, list, "Resources", 1), at(t, list, "Resources", 2)
+	names := func(doc any) []string {
+		var names []string
+		for _, a := range at(t, doc, "attributes").([]any) {
+			names = append(names, at(t, a, "name").(string))
+		}
+		return names
 	}
-	if want := []string{"userName", "externalId", "name", "displayName", "emails", "active"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("User attributes = %v, want %v", names, want)
+	for _, c := range []struct {
+		doc  any
+		id   string
+		want []string
+	}{
+		{user, UserSchema, []string{"userName", "externalId", "name", "displayName", "emails", "active", "title", "roles"}},
+		{group, GroupSchema, []string{"displayName", "externalId", "members"}},
+		{enterprise, EnterpriseSchema, []string{"employeeNumber", "department", "manager"}},
+	} {
+		if got := at(t, c.doc, "id"); got != c.id {
+			t.Errorf("schema id = %v, want %v", got, c.id)
+		}
+		if got := names(c.doc); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s attributes = %v, want %v", c.id, got, c.want)
+		}
+	}
+	if got := at(t, group, "attributes", 0, "uniqueness"); got != "server" {
+		t.Errorf("Group displayName uniqueness = %v", got)
+	}
+	if got := at(t, group, "attributes", 2, "subAttributes", 0, "name"); got != "value" {
+		t.Errorf("Group members' first sub-attribute = %v", got)
+	}
+	if got := at(t, user, "attributes", 7, "subAttributes", 0, "canonicalValues"); !reflect.DeepEqual(got, []any{"owner", "admin", "member"}) {
+		t.Errorf("roles' values = %v", got)
 	}
 	tests := []struct {
 		path []any
@@ -130,11 +173,8 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("User %v = %v, want %v", tt.path, got, tt.want)
 		}
 	}
-	if got := at(t, enterprise, "id"); got != EnterpriseSchema {
-		t.Errorf("second schema = %v, want the enterprise extension", got)
-	}
-	if got, ok := at(t, enterprise, "attributes").([]any); !ok || len(got) != 0 {
-		t.Errorf("enterprise attributes = %#v, want []", at(t, enterprise, "attributes"))
+	if got := at(t, enterprise, "attributes", 2, "subAttributes", 0, "name"); got != "value" {
+		t.Errorf("enterprise manager's sub-attribute = %v, want value", got)
 	}
 	if got := at(t, enterprise, "meta", "location"); got != base+"/Schemas/"+EnterpriseSchema {
 		t.Errorf("enterprise location = %v", got)
@@ -143,7 +183,7 @@ func TestSchemas(t *testing.T) {
 
 func TestSchema(t *testing.T) {
 	t.Parallel()
-	for _, id := range []string{UserSchema, EnterpriseSchema, "URN:IETF:PARAMS:SCIM:SCHEMAS:CORE:2.0:USER"} {
+	for _, id := range []string{UserSchema, EnterpriseSchema, GroupSchema, "URN:IETF:PARAMS:SCIM:SCHEMAS:CORE:2.0:USER"} {
 		doc, ok := Schema(base, id)
 		if !ok {
 			t.Errorf("Schema(%q) not found", id)
@@ -153,7 +193,7 @@ func TestSchema(t *testing.T) {
 			t.Errorf("Schema(%q) has no location", id)
 		}
 	}
-	if doc, ok := Schema(base, "urn:ietf:params:scim:schemas:core:2.0:Group"); ok {
-		t.Errorf("Schema(Group) = %v, want none", doc)
+	if doc, ok := Schema(base, "urn:ietf:params:scim:schemas:core:2.0:Device"); ok {
+		t.Errorf("Schema(Device) = %v, want none", doc)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -161,5 +162,79 @@ func checkUser(t *testing.T, u User) {
 		if e.Value == "" {
 			t.Fatalf("%#v has an email without a value", u)
 		}
+	}
+}
+
+// addRequests seeds f with the project's own requests of this pattern.
+func addRequests(f *testing.F, pattern string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "requests", pattern))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(fill(b))
+		}
+	}
+}
+
+func FuzzDecodeGroup(f *testing.F) {
+	addFixtures(f, "*/create_group.request.json")
+	addRequests(f, "*/*_group.json")
+	for _, s := range []string{
+		`{"displayName":"Ops","members":[{"value":"u1"},{"value":"u1"}]}`,
+		`{"displayName":" ","members":[{"value":"u1","type":"Group"}]}`,
+		`{"DisplayName":"x","members":null,"id":1,"urn:a:b:c":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		g, err := DecodeGroup(body)
+		if err != nil {
+			wantScimError(t, err, http.StatusBadRequest, "")
+			return
+		}
+		checkGroup(t, g)
+	})
+}
+
+func FuzzApplyGroupPatch(f *testing.F) {
+	addFixtures(f, "*/patch_group_*.request.json")
+	addRequests(f, "*/patch_group_*.json")
+	for _, s := range []string{
+		`{"Operations":[{"op":"Remove","path":"members","value":[{"value":"u1"}]}]}`,
+		`{"Operations":[{"op":"remove","path":"members[value eq \"u2\" and type eq \"User\"]"}]}`,
+		`{"Operations":[{"op":"replace","value":{"id":"g","displayName":"N","members":[{"value":"u3"}]}}]}`,
+		`{"Operations":[{"op":"remove","path":"displayName"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in := ops()
+		got, err := ApplyGroupPatch(in, body)
+		if !reflect.DeepEqual(in, ops()) {
+			t.Fatalf("ApplyGroupPatch changed its input to %#v", in)
+		}
+		if err != nil {
+			wantScimError(t, err, http.StatusBadRequest, "")
+			if !reflect.DeepEqual(got, ops()) {
+				t.Fatalf("ApplyGroupPatch returned %#v with an error, want the group as given", got)
+			}
+			return
+		}
+		checkGroup(t, got)
+	})
+}
+
+// checkGroup checks what every Group that DecodeGroup or ApplyGroupPatch
+// answers obeys: a name, and members with ids, each once.
+func checkGroup(t *testing.T, g Group) {
+	t.Helper()
+	if strings.TrimSpace(g.DisplayName) == "" {
+		t.Fatalf("%#v has no displayName", g)
+	}
+	seen := map[string]bool{}
+	for _, m := range g.Members {
+		if m.Value == "" || seen[m.Value] {
+			t.Fatalf("%#v has an empty or repeated member", g)
+		}
+		seen[m.Value] = true
 	}
 }

@@ -20,10 +20,11 @@ type operation struct {
 
 // ApplyPatch applies a PatchOp body (RFC 7644 §3.5.2) to u and returns the
 // result. It takes both Okta's and Entra's shapes: op names in any case, a
-// value object without a path, paths like `name.givenName` and
-// `emails[type eq "work"].value`. Attributes of the core User schema that
-// Perch does not keep, and those of the enterprise extension, are accepted
-// and change nothing.
+// value object without a path, paths like `name.givenName`,
+// `emails[type eq "work"].value`, `title`, `roles[primary eq "True"].value`
+// and `urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department`.
+// Attributes of the core User schema and of the enterprise extension that
+// Perch does not keep are accepted and change nothing.
 //
 // All or nothing: on error, the result is u as given, and u itself is never
 // changed. Errors are *Error 400 with scimType InvalidSyntax, InvalidPath,
@@ -156,7 +157,9 @@ func (u *User) apply(op operation) *Error {
 // applyPath applies op with value (nil for remove) at path, as sent.
 func (u *User) applyPath(op, path string, value json.RawMessage) *Error {
 	if strings.EqualFold(path, EnterpriseSchema) {
-		return nil
+		// The whole extension: its URN alone would parse as a path of
+		// the attribute "User".
+		return u.patchEnterprise(op, Path{Schema: enterpriseKey}, path, value)
 	}
 	parsed, err := parsePath(path)
 	if err != nil {
@@ -164,8 +167,8 @@ func (u *User) applyPath(op, path string, value json.RawMessage) *Error {
 	}
 	switch parsed.Schema {
 	case "":
-	case strings.ToLower(EnterpriseSchema):
-		return nil
+	case enterpriseKey:
+		return u.patchEnterprise(op, parsed, path, value)
 	default:
 		return pathError("%q: Perch does not know the schema %q.", path, parsed.Schema)
 	}
@@ -179,6 +182,8 @@ func (u *User) applyPath(op, path string, value json.RawMessage) *Error {
 		return u.patchName(op, parsed, path, value)
 	case parsed.Attr == "emails":
 		return u.patchEmails(op, parsed, path, value)
+	case parsed.Attr == "roles":
+		return u.patchRoles(op, parsed, path, value)
 	case parsed.Filter != nil || parsed.Sub != "":
 		return pathError("%q: that attribute has no sub-attributes or values to filter.", path)
 	}
@@ -190,6 +195,10 @@ func (u *User) applyPath(op, path string, value json.RawMessage) *Error {
 		u.ExternalID = ""
 	case op == "remove" && parsed.Attr == "displayname":
 		u.DisplayName = ""
+	case op == "remove" && parsed.Attr == "title":
+		u.Title = ""
+	case parsed.Attr == "title":
+		u.Title, err = optString(value, path, maxText)
 	case parsed.Attr == "username":
 		u.UserName, err = userName(value, path)
 	case parsed.Attr == "externalid":

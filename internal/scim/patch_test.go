@@ -98,7 +98,10 @@ func TestApplyPatch(t *testing.T) {
 			func(u *User) { u.Active, u.DisplayName = false, "A" }},
 		{"no path, dotted and URN keys", []string{`{"op":"replace","value":{"name.givenName":"Bo","NAME.FAMILYNAME":"Ng",
 			"` + enterprise + `:department":"Ops","` + UserSchema + `:displayName":"Bo Ng","` + enterprise + `":{"employeeNumber":"7"}}}`},
-			func(u *User) { u.Name.GivenName, u.Name.FamilyName, u.DisplayName = "Bo", "Ng", "Bo Ng" }},
+			func(u *User) {
+				u.Name.GivenName, u.Name.FamilyName, u.DisplayName = "Bo", "Ng", "Bo Ng"
+				u.Enterprise = Enterprise{Department: "Ops", EmployeeNumber: "7"}
+			}},
 		{"the core schema as the path", []string{`{"op":"add","path":"` + UserSchema + `","value":{"displayName":"A"}}`},
 			func(u *User) { u.DisplayName = "A" }},
 
@@ -154,12 +157,34 @@ func TestApplyPatch(t *testing.T) {
 			func(u *User) { u.Emails = []Email{{Value: "w@x.y", Type: "work", Primary: true}} }},
 
 		// Attributes accepted and not kept.
-		{"attributes not kept", []string{`{"op":"add","path":"title","value":"CTO"}`, `{"op":"replace","path":"locale","value":1}`,
+		{"attributes not kept", []string{`{"op":"replace","path":"locale","value":1}`,
 			`{"op":"add","path":"phoneNumbers[type eq \"work\"].value","value":"+1 555"}`,
 			`{"op":"replace","path":"addresses[type eq \"work\"].formatted","value":"1 Main St"}`,
-			`{"op":"remove","path":"roles"}`, `{"op":"remove","path":"groups[value eq \"g1\"]"}`,
-			`{"op":"add","path":"` + enterprise + `:manager","value":{"value":"m1"}}`,
-			`{"op":"replace","path":"` + enterprise + `","value":{"department":"Ops"}}`}, func(u *User) {}},
+			`{"op":"remove","path":"groups[value eq \"g1\"]"}`,
+			`{"op":"replace","path":"` + enterprise + `:costCenter","value":"4"}`,
+			`{"op":"replace","path":"` + enterprise + `","value":{"organization":"X"}}`}, func(u *User) {}},
+
+		// Title and the enterprise extension.
+		{"title", []string{`{"op":"add","path":"title","value":"CTO"}`}, func(u *User) { u.Title = "CTO" }},
+		{"title removed", []string{`{"op":"add","path":"title","value":"CTO"}`, `{"op":"remove","path":"TITLE"}`}, func(u *User) {}},
+		{"department by its URN path", []string{`{"op":"Add","path":"` + enterprise + `:department","value":"Ops"}`},
+			func(u *User) { u.Enterprise.Department = "Ops" }},
+		{"the extension's URN in any case", []string{`{"op":"Replace","path":"URN:IETF:PARAMS:SCIM:SCHEMAS:EXTENSION:ENTERPRISE:2.0:USER:employeeNumber","value":"7"}`},
+			func(u *User) { u.Enterprise.EmployeeNumber = "7" }},
+		{"manager as an object", []string{`{"op":"add","path":"` + enterprise + `:manager","value":{"value":"m1"}}`},
+			func(u *User) { u.Enterprise.Manager = "m1" }},
+		{"manager as Entra's id", []string{`{"op":"Replace","path":"` + enterprise + `:manager","value":"m2"}`},
+			func(u *User) { u.Enterprise.Manager = "m2" }},
+		{"manager.value", []string{`{"op":"replace","path":"` + enterprise + `:manager.value","value":"m3"}`},
+			func(u *User) { u.Enterprise.Manager = "m3" }},
+		{"the whole extension", []string{`{"op":"replace","path":"` + enterprise + `","value":{"department":"Ops","manager":"m4"}}`},
+			func(u *User) { u.Enterprise = Enterprise{Department: "Ops", Manager: "m4"} }},
+		{"the extension removed", []string{`{"op":"add","path":"` + enterprise + `:department","value":"Ops"}`, `{"op":"remove","path":"` + enterprise + `"}`},
+			func(u *User) {}},
+		{"manager removed", []string{`{"op":"add","path":"` + enterprise + `:manager","value":"m1"}`, `{"op":"remove","path":"` + enterprise + `:manager"}`},
+			func(u *User) {}},
+		{"in a value object", []string{`{"op":"replace","value":{"title":"CTO","` + enterprise + `:department":"Ops"}}`},
+			func(u *User) { u.Title, u.Enterprise.Department = "CTO", "Ops" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,7 +28,11 @@ type Resource struct {
 	DisplayName string   `json:"displayName,omitempty"`
 	Emails      []Email  `json:"emails,omitempty"`
 	Active      bool     `json:"active"`
-	Meta        Meta     `json:"meta"`
+	Title       string   `json:"title,omitempty"`
+	// Roles is the organisation role, as the one entry of roles.
+	Roles      []RoleResource      `json:"roles,omitempty"`
+	Enterprise *EnterpriseResource `json:"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User,omitempty"`
+	Meta       Meta                `json:"meta"`
 }
 
 // Render makes the Resource of u with this id and meta. It sets
@@ -39,8 +43,12 @@ func Render(u User, id string, meta Meta) Resource {
 	meta.Version = ETag(u, id)
 	meta.Created = meta.Created.UTC()
 	meta.LastModified = meta.LastModified.UTC()
+	schemas := []string{UserSchema}
+	if !u.Enterprise.IsZero() {
+		schemas = append(schemas, EnterpriseSchema)
+	}
 	return Resource{
-		Schemas:     []string{UserSchema},
+		Schemas:     schemas,
 		ID:          id,
 		ExternalID:  u.ExternalID,
 		UserName:    u.UserName,
@@ -48,6 +56,9 @@ func Render(u User, id string, meta Meta) Resource {
 		DisplayName: u.DisplayName,
 		Emails:      slices.Clone(u.Emails),
 		Active:      u.Active,
+		Title:       u.Title,
+		Roles:       renderRoles(u.Role),
+		Enterprise:  renderEnterprise(u.Enterprise),
 		Meta:        meta,
 	}
 }
@@ -60,7 +71,8 @@ func ETag(u User, id string) string {
 	// Each string is preceded by its length, so no two users encode alike.
 	for _, s := range []string{id, u.UserName, u.ExternalID, u.DisplayName,
 		u.Name.Formatted, u.Name.FamilyName, u.Name.GivenName,
-		u.Name.MiddleName, u.Name.HonorificPrefix, u.Name.HonorificSuffix} {
+		u.Name.MiddleName, u.Name.HonorificPrefix, u.Name.HonorificSuffix,
+		u.Title, u.Role, u.Enterprise.Department, u.Enterprise.EmployeeNumber, u.Enterprise.Manager} {
 		writeString(h, s)
 	}
 	writeBool(h, u.Active)
@@ -91,23 +103,23 @@ func writeBool(h hash.Hash, b bool) {
 	}
 }
 
-// ListResponse is a page of resources (RFC 7644 §3.4.2). Resources is
-// never null in JSON: an empty page is [].
-type ListResponse struct {
-	Schemas      []string   `json:"schemas"`
-	TotalResults int        `json:"totalResults"`
-	StartIndex   int        `json:"startIndex"`
-	ItemsPerPage int        `json:"itemsPerPage"`
-	Resources    []Resource `json:"Resources"`
+// ListResponse is a page of resources, Users or Groups (RFC 7644 §3.4.2).
+// Resources is never null in JSON: an empty page is [].
+type ListResponse[T any] struct {
+	Schemas      []string `json:"schemas"`
+	TotalResults int      `json:"totalResults"`
+	StartIndex   int      `json:"startIndex"`
+	ItemsPerPage int      `json:"itemsPerPage"`
+	Resources    []T      `json:"Resources"`
 }
 
 // NewList makes the page of items starting at startIndex (1-based) out of
 // total results.
-func NewList(total, startIndex int, items []Resource) ListResponse {
+func NewList[T any](total, startIndex int, items []T) ListResponse[T] {
 	if items == nil {
-		items = []Resource{}
+		items = []T{}
 	}
-	return ListResponse{
+	return ListResponse[T]{
 		Schemas:      []string{ListSchema},
 		TotalResults: total,
 		StartIndex:   startIndex,

@@ -1,7 +1,8 @@
 // Package scim is the pure core of Perch's SCIM 2.0 server (RFC 7643 and
 // RFC 7644) at /scim/v2: it parses the filters and PATCH paths that Okta and
-// Microsoft Entra send, reads and patches the part of a User that Perch keeps,
-// and renders Users, lists, errors and the discovery documents.
+// Microsoft Entra send, reads and patches the part of a User and of a Group
+// that Perch keeps, and renders Users, Groups, lists, errors and the
+// discovery documents.
 //
 // Nothing here does I/O. Every problem with a request is an *Error carrying
 // the HTTP status and the scimType to answer with, and a detail that can be
@@ -18,7 +19,8 @@ import (
 const (
 	// UserSchema is the core User schema.
 	UserSchema = "urn:ietf:params:scim:schemas:core:2.0:User"
-	// EnterpriseSchema is the enterprise User extension, accepted and not kept.
+	// EnterpriseSchema is the enterprise User extension: department,
+	// employeeNumber and manager are kept, the rest accepted and not kept.
 	EnterpriseSchema = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 	// ListSchema marks a list response.
 	ListSchema = "urn:ietf:params:scim:api:messages:2.0:ListResponse"

@@ -58,22 +58,31 @@ type User struct {
 	DisplayName string
 	Emails      []Email
 	Active      bool
+	Title       string
+	Enterprise  Enterprise
+	// Role is the organisation role ("owner", "admin" or "member") that
+	// the user's roles name (see roles.go), "" when they name none: a
+	// POST or PUT without a recognised role leaves the role as it is. A
+	// PATCH starts from the role the user has.
+	Role string
 }
 
 // userAttrs are the attribute names of the core User schema (RFC 7643 §4.1),
 // lower-cased; true marks the ones Perch keeps.
 var userAttrs = map[string]bool{
 	"username": true, "externalid": true, "name": true, "displayname": true, "emails": true, "active": true,
-	"schemas": false, "id": false, "meta": false, "nickname": false, "profileurl": false, "title": false,
+	"title": true, "roles": true,
+	"schemas": false, "id": false, "meta": false, "nickname": false, "profileurl": false,
 	"usertype": false, "preferredlanguage": false, "locale": false, "timezone": false, "password": false,
 	"phonenumbers": false, "ims": false, "photos": false, "addresses": false, "groups": false,
-	"entitlements": false, "roles": false, "x509certificates": false,
+	"entitlements": false, "x509certificates": false,
 }
 
 // DecodeUser reads the body of a POST or PUT /Users. Attribute names are
-// case-insensitive. The core User attributes Perch does not keep, and any
-// extension under a "urn:" name, are accepted and ignored; any other name is
-// an *Error 400 InvalidSyntax. A missing userName or a value of the wrong
+// case-insensitive. The enterprise extension's department, employeeNumber
+// and manager are kept; the core User attributes Perch does not keep, and
+// any other extension under a "urn:" name, are accepted and ignored; any
+// other name is an *Error 400 InvalidSyntax. A missing userName or a value of the wrong
 // type or size is an *Error 400 InvalidValue.
 func DecodeUser(body []byte) (User, error) {
 	ms, err := decodeBody(body)
@@ -116,6 +125,15 @@ func (u *User) decodeAttr(m member) *Error {
 		if !isNull(m.value) {
 			u.Active, err = boolValue(m.value, "active")
 		}
+	case "title":
+		u.Title, err = optString(m.value, m.name, maxText)
+	case "roles":
+		var entries []roleEntry
+		if entries, err = roleList(m.value, m.name, false); err == nil {
+			u.Role = pickRole(entries)
+		}
+	case enterpriseKey:
+		u.Enterprise, err = mergeEnterprise(Enterprise{}, m.value, m.name)
 	default:
 		if _, known := userAttrs[key]; !known && !strings.HasPrefix(key, "urn:") {
 			return syntaxError("%q is not an attribute of a User.", m.name)

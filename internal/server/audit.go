@@ -29,6 +29,14 @@ func (s *Server) audit(r *http.Request, e perch.AuditEntry) {
 			e.OrgID = u.OrgID
 		}
 	}
+	if c := scimCallOf(r); c != nil && e.Actor.Type == "" {
+		// Under /scim/v2 the organisation's identity provider acts, also in
+		// the effects SCIM shares with the dashboard (team changes, roles).
+		e.Actor = c.actor
+		if e.OrgID == "" {
+			e.OrgID = c.orgID
+		}
+	}
 	if e.Actor.Type == "" {
 		e.Actor.Type = perch.ActorUser
 	}

@@ -186,6 +186,12 @@ var authzCases = []authzCase{
 	{"PUT", "/scim/v2/Users/{member}", map[string]string{"userName": "x@example.com"}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"PATCH", "/scim/v2/Users/{member}", map[string]any{"Operations": []any{map[string]any{"op": "replace", "path": "active", "value": false}}}, [6]int{401, 401, 401, 401, 401, 401}},
 	{"DELETE", "/scim/v2/Users/{member}", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Groups", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/scim/v2/Groups", map[string]string{"displayName": "Ops 2"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Groups/{team}", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"PUT", "/scim/v2/Groups/{team}", map[string]string{"displayName": "Ops 2"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"PATCH", "/scim/v2/Groups/{team}", map[string]any{"Operations": []any{map[string]any{"op": "remove", "path": "members"}}}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"DELETE", "/scim/v2/Groups/{team}", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	// Workflows: members read and try, owners and admins write. The
 	// owner's workflow is published, so others may install and fork it;
 	// its own organisation forks it but cannot install it.
@@ -205,6 +211,8 @@ var authzCases = []authzCase{
 	{"GET", "/scim/v2/ServiceProviderConfig", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/ResourceTypes", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/ResourceTypes/User", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/ResourceTypes/Group", nil, [6]int{401, 401, 401, 401, 401, 401}},
+	{"GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:Group", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/Schemas", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"POST", "/api/v1/org/saml/domains/verify", nil, [6]int{401, 404, 403, 403, 404, 404}},

@@ -104,17 +104,28 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.tokensChanged(r.Context()) // the tokens they made may stand or fall with their role
-	if target.Role != in.Role {
-		s.audit(r, perch.AuditEntry{Action: perch.AuditMemberRoleChanged, Target: userTarget(target.ID),
-			Changes: map[string]any{"email": target.Email, "role": map[string]any{"from": target.Role, "to": in.Role}}})
-	}
-	if target.Role == perch.RoleOwner && in.Role != perch.RoleOwner { // no longer break-glass
-		if err := s.ssoBinds(r, actor.OrgID, target.ID); err != nil {
-			return err
-		}
+	if err := s.roleChanged(r, actor.OrgID, target.ID, target.Email, target.Role, in.Role); err != nil {
+		return err
 	}
 	return respond(w, http.StatusOK, m)
+}
+
+// roleChanged carries out what follows a member's role going from one to
+// another, whether an owner did it in the dashboard or the organisation's
+// identity provider through SCIM roles (which audit names as the actor):
+// the webhook tokens they made are looked up afresh on every instance, the
+// change is audited, and a former owner loses the sign-ins that single
+// sign-on enforcement would have refused them.
+func (s *Server) roleChanged(r *http.Request, orgID, userID, email, from, to string) error {
+	s.tokensChanged(r.Context()) // the tokens they made may stand or fall with their role
+	if from != to {
+		s.audit(r, perch.AuditEntry{Action: perch.AuditMemberRoleChanged, Target: userTarget(userID),
+			Changes: map[string]any{"email": email, "role": map[string]any{"from": from, "to": to}}})
+	}
+	if from == perch.RoleOwner && to != perch.RoleOwner { // no longer break-glass
+		return s.ssoBinds(r, orgID, userID)
+	}
+	return nil
 }
 
 // removeMember takes someone out of the organisation, or lets a member

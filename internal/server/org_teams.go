@@ -92,12 +92,11 @@ func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request) error {
 	if err := s.orgDB.DeleteTeam(r.Context(), orgID, team.ID); err != nil {
 		return err
 	}
-	s.tokensChanged(r.Context()) // the team's tokens went with it
-	for _, m := range team.Members {
-		s.grantsChanged(r.Context(), m.ID)
+	memberIDs := make([]string, len(team.Members))
+	for i, m := range team.Members {
+		memberIDs[i] = m.ID
 	}
-	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamDeleted, Target: teamTarget(team.ID),
-		Changes: map[string]any{"name": team.Name, "members": len(team.Members)}})
+	s.teamDeleted(r, team.ID, team.Name, memberIDs)
 	return noContent(w)
 }
 
@@ -107,9 +106,7 @@ func (s *Server) addTeamMember(w http.ResponseWriter, r *http.Request) error {
 	if err := s.orgDB.AddTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
-	s.grantsChanged(r.Context(), r.PathValue("userId"))
-	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberAdded, Target: teamTarget(r.PathValue("id")),
-		Changes: map[string]any{"user_id": r.PathValue("userId")}})
+	s.teamMembersChanged(r, r.PathValue("id"), []string{r.PathValue("userId")}, nil)
 	return noContent(w)
 }
 
@@ -117,10 +114,36 @@ func (s *Server) removeTeamMember(w http.ResponseWriter, r *http.Request) error 
 	if err := s.orgDB.RemoveTeamMember(r.Context(), principal(r).User.OrgID, r.PathValue("id"), r.PathValue("userId")); err != nil {
 		return err
 	}
-	s.grantsChanged(r.Context(), r.PathValue("userId"))
-	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberRemoved, Target: teamTarget(r.PathValue("id")),
-		Changes: map[string]any{"user_id": r.PathValue("userId")}})
+	s.teamMembersChanged(r, r.PathValue("id"), nil, []string{r.PathValue("userId")})
 	return noContent(w)
+}
+
+// teamMembersChanged carries out what follows users joining or leaving
+// teamID, whether an owner did it in the dashboard or the organisation's
+// identity provider through SCIM (which audit names as the actor): each
+// user's open WebSockets move to their new teams at once, on every
+// instance, the webhook tokens' cache drops, and each change is audited.
+func (s *Server) teamMembersChanged(r *http.Request, teamID string, added, removed []string) {
+	for _, id := range added {
+		s.grantsChanged(r.Context(), id)
+		s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberAdded, Target: teamTarget(teamID), Changes: map[string]any{"user_id": id}})
+	}
+	for _, id := range removed {
+		s.grantsChanged(r.Context(), id)
+		s.audit(r, perch.AuditEntry{Action: perch.AuditTeamMemberRemoved, Target: teamTarget(teamID), Changes: map[string]any{"user_id": id}})
+	}
+}
+
+// teamDeleted carries out what follows deleting a team, by either path:
+// the team's webhook tokens went with it, and its members receive by their
+// remaining teams from now on.
+func (s *Server) teamDeleted(r *http.Request, teamID, name string, memberIDs []string) {
+	s.tokensChanged(r.Context())
+	for _, id := range memberIDs {
+		s.grantsChanged(r.Context(), id)
+	}
+	s.audit(r, perch.AuditEntry{Action: perch.AuditTeamDeleted, Target: teamTarget(teamID),
+		Changes: map[string]any{"name": name, "members": len(memberIDs)}})
 }
 
 func teamTarget(id string) perch.AuditTarget { return perch.AuditTarget{Type: "team", ID: id} }

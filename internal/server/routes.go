@@ -197,7 +197,7 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribePage))
 
 	// SCIM 2.0 (scim*.go): an organisation's identity provider manages its
-	// members with the organisation's SCIM token, within the per-user
+	// members and their teams (Groups) with the organisation's SCIM token, within the per-user
 	// allowance per token. Other paths under /scim/v2 answer SCIM errors.
 	m.Handle("GET /scim/v2/Users", s.scimHandler(s.scimListUsers))
 	m.Handle("POST /scim/v2/Users", s.scimHandler(s.scimCreateUser))
@@ -205,6 +205,12 @@ func (s *Server) routes() {
 	m.Handle("PUT /scim/v2/Users/{id}", s.scimHandler(s.scimReplaceUser))
 	m.Handle("PATCH /scim/v2/Users/{id}", s.scimHandler(s.scimPatchUser))
 	m.Handle("DELETE /scim/v2/Users/{id}", s.scimHandler(s.scimDeleteUser))
+	m.Handle("GET /scim/v2/Groups", s.scimHandler(s.scimListGroups))
+	m.Handle("POST /scim/v2/Groups", s.scimHandler(s.scimCreateGroup))
+	m.Handle("GET /scim/v2/Groups/{id}", s.scimHandler(s.scimGetGroup))
+	m.Handle("PUT /scim/v2/Groups/{id}", s.scimHandler(s.scimReplaceGroup))
+	m.Handle("PATCH /scim/v2/Groups/{id}", s.scimHandler(s.scimPatchGroup))
+	m.Handle("DELETE /scim/v2/Groups/{id}", s.scimHandler(s.scimDeleteGroup))
 	m.Handle("GET /scim/v2/ServiceProviderConfig", s.scimHandler(s.scimServiceProviderConfig))
 	m.Handle("GET /scim/v2/ResourceTypes", s.scimHandler(s.scimResourceTypes))
 	m.Handle("GET /scim/v2/ResourceTypes/{id}", s.scimHandler(s.scimResourceType))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -70,7 +71,17 @@ func (s *Server) serveSCIM(w http.ResponseWriter, r *http.Request, h scimHandler
 		return err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, scimBodyLimit)
-	return h(w, r, c)
+	return h(w, r.WithContext(context.WithValue(r.Context(), scimCallKey{}, c)), c)
+}
+
+// scimCallKey is the context key of a request's *scimCall.
+type scimCallKey struct{}
+
+// scimCallOf is the SCIM caller of r, nil outside /scim/v2; audit reads it
+// to name the identity provider as the actor.
+func scimCallOf(r *http.Request) *scimCall {
+	c, _ := r.Context().Value(scimCallKey{}).(*scimCall)
+	return c
 }
 
 // scimCaller finds the organisation of the request's SCIM token.
@@ -174,10 +185,11 @@ func (s *Server) scimResourceTypes(w http.ResponseWriter, r *http.Request, c *sc
 }
 
 func (s *Server) scimResourceType(w http.ResponseWriter, r *http.Request, c *scimCall) error {
-	if r.PathValue("id") != "User" {
-		return scim.Errorf(http.StatusNotFound, "", "Perch serves one resource type, User.")
+	doc, ok := scim.ResourceType(s.scimBase(), r.PathValue("id"))
+	if !ok {
+		return scim.Errorf(http.StatusNotFound, "", "Perch serves two resource types, User and Group.")
 	}
-	return writeSCIM(w, http.StatusOK, scim.ResourceType(s.scimBase()))
+	return writeSCIM(w, http.StatusOK, doc)
 }
 
 func (s *Server) scimSchemas(w http.ResponseWriter, r *http.Request, c *scimCall) error {
@@ -187,7 +199,7 @@ func (s *Server) scimSchemas(w http.ResponseWriter, r *http.Request, c *scimCall
 func (s *Server) scimSchema(w http.ResponseWriter, r *http.Request, c *scimCall) error {
 	doc, ok := scim.Schema(s.scimBase(), r.PathValue("id"))
 	if !ok {
-		return scim.Errorf(http.StatusNotFound, "", "Perch serves the User schema and its enterprise extension.")
+		return scim.Errorf(http.StatusNotFound, "", "Perch serves the User and Group schemas and the enterprise User extension.")
 	}
 	return writeSCIM(w, http.StatusOK, doc)
 }

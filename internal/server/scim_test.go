@@ -295,18 +295,32 @@ func TestSCIMDiscovery(t *testing.T) {
 		t.Errorf("ServiceProviderConfig %s", spc.Raw)
 	}
 	types := idp.do("GET", "/scim/v2/ResourceTypes", nil).want(t, 200)
-	if lookup(types.Body, "Resources.0.endpoint") != "/Users" || lookup(types.Body, "Resources.0.schema") != scim.UserSchema {
+	if lookup(types.Body, "Resources.0.endpoint") != "/Users" || lookup(types.Body, "Resources.0.schema") != scim.UserSchema ||
+		lookup(types.Body, "Resources.1.endpoint") != "/Groups" || lookup(types.Body, "Resources.1.schema") != scim.GroupSchema ||
+		types.Body["totalResults"] != 2.0 {
 		t.Errorf("ResourceTypes %s", types.Raw)
 	}
 	idp.do("GET", "/scim/v2/ResourceTypes/User", nil).want(t, 200)
-	idp.do("GET", "/scim/v2/ResourceTypes/Group", nil).want(t, 404)
+	if group := idp.do("GET", "/scim/v2/ResourceTypes/Group", nil).want(t, 200); group.str("endpoint") != "/Groups" {
+		t.Errorf("ResourceTypes/Group %s", group.Raw)
+	}
+	idp.do("GET", "/scim/v2/ResourceTypes/Device", nil).want(t, 404)
 	schemas := idp.do("GET", "/scim/v2/Schemas", nil).want(t, 200)
-	if !strings.Contains(schemas.Raw, `"userName"`) || !strings.Contains(schemas.Raw, scim.EnterpriseSchema) {
+	var ids []string
+	for _, doc := range schemas.Body["Resources"].([]any) {
+		ids = append(ids, doc.(map[string]any)["id"].(string))
+	}
+	if strings.Join(ids, " ") != scim.UserSchema+" "+scim.GroupSchema+" "+scim.EnterpriseSchema || !strings.Contains(schemas.Raw, `"department"`) {
 		t.Errorf("Schemas %s", schemas.Raw)
 	}
 	idp.do("GET", "/scim/v2/Schemas/"+scim.UserSchema, nil).want(t, 200)
+	idp.do("GET", "/scim/v2/Schemas/"+scim.GroupSchema, nil).want(t, 200)
+	idp.do("GET", "/scim/v2/Schemas/"+scim.EnterpriseSchema, nil).want(t, 200)
 	idp.do("GET", "/scim/v2/Schemas/urn:example:nothing", nil).want(t, 404)
-	idp.do("GET", "/scim/v2/Groups", nil).want(t, 404)
+	idp.do("GET", "/scim/v2/Devices", nil).want(t, 404)
+	if got := idp.do("POST", "/scim/v2/Groups/abc", map[string]any{"displayName": "x"}).want(t, 405); !strings.Contains(got.Header.Get("Allow"), "PATCH") {
+		t.Errorf("Allow %q", got.Header.Get("Allow"))
+	}
 	if got := idp.do("POST", "/scim/v2/Users/abc", newUser("x@example.com")).want(t, 405); !strings.Contains(got.Header.Get("Allow"), "PATCH") {
 		t.Errorf("Allow %q", got.Header.Get("Allow"))
 	}

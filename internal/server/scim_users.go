@@ -33,6 +33,8 @@ type kept struct {
 	Name        scim.Name    `json:"name"`
 	DisplayName string       `json:"displayName,omitempty"`
 	Emails      []scim.Email `json:"emails,omitempty"`
+	Title       string       `json:"title,omitempty"`
+	Enterprise  keptProfile  `json:"enterprise,omitzero"`
 }
 
 // scimUserOf is a member as SCIM shows them. A member the identity
@@ -40,10 +42,11 @@ type kept struct {
 // e-mail are its address. The account's address is always among the
 // e-mails, as the primary one: a member may have changed it in Perch.
 func scimUserOf(su *store.SCIMUser) scim.User {
-	u := scim.User{UserName: su.UserName, ExternalID: su.ExternalID, Active: !su.Disabled}
+	u := scim.User{UserName: su.UserName, ExternalID: su.ExternalID, Active: !su.Disabled, Role: su.Role}
 	var k kept
 	if su.Linked && json.Unmarshal([]byte(su.Attributes), &k) == nil {
 		u.Name, u.DisplayName, u.Emails = k.Name, k.DisplayName, k.Emails
+		u.Title, u.Enterprise = k.Title, scim.Enterprise(k.Enterprise)
 	} else {
 		u.Name, u.DisplayName = scim.Name{Formatted: su.Name}, su.Name
 	}
@@ -93,12 +96,16 @@ func scimWrite(u scim.User) (store.SCIMWrite, error) {
 			return store.SCIMWrite{}, bad("emails", problem)
 		}
 	}
-	attrs, err := json.Marshal(kept{Name: u.Name, DisplayName: u.DisplayName, Emails: u.Emails})
+	if err := checkProfile(u); err != nil {
+		return store.SCIMWrite{}, err
+	}
+	attrs, err := json.Marshal(kept{Name: u.Name, DisplayName: u.DisplayName, Emails: u.Emails,
+		Title: u.Title, Enterprise: keptProfile(u.Enterprise)})
 	if err != nil {
 		return store.SCIMWrite{}, err
 	}
 	return store.SCIMWrite{Email: email, Name: accountName(u), UserName: u.UserName, ExternalID: u.ExternalID,
-		Attributes: string(attrs), Active: u.Active}, nil
+		Attributes: string(attrs), Active: u.Active, Role: u.Role}, nil
 }
 
 // accountName is the member's name in Perch, cut to Perch's limit: a
@@ -269,7 +276,7 @@ func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request, c *scimC
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSCIMUserCreated, Actor: c.actor, OrgID: c.orgID, Target: userTarget(su.ID),
-		Changes: map[string]any{"email": su.Email, "userName": su.UserName, "externalId": su.ExternalID, "active": !su.Disabled}})
+		Changes: map[string]any{"email": su.Email, "userName": su.UserName, "externalId": su.ExternalID, "active": !su.Disabled, "role": su.Role}})
 	return s.answerUser(w, http.StatusCreated, su)
 }
 
@@ -347,6 +354,11 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 	}
 	if !strings.EqualFold(before.Email, after.Email) {
 		s.syncListedAdmin(r, after.ID) // a new address is asserted, not proven
+	}
+	if before.Role != after.Role {
+		if err := s.roleChanged(r, c.orgID, after.ID, after.Email, before.Role, after.Role); err != nil {
+			return err
+		}
 	}
 	changes := map[string]any{}
 	for k, pair := range map[string][2]string{"email": {before.Email, after.Email}, "name": {before.Name, after.Name},

@@ -26,6 +26,7 @@ type stores struct {
 	billingDB      billingStore      // billing*.go
 	ssoDB          ssoStore          // saml*.go, sso_*.go
 	scimDB         scimStore         // scim*.go
+	scimGroupDB    scimGroupStore    // scim_groups.go
 	adminDB        adminStore        // admin_*.go
 	healthDB       healthStore       // health.go
 
@@ -48,6 +49,7 @@ func newStores(st *store.Store) stores {
 		billingDB:      st,
 		ssoDB:          st,
 		scimDB:         st,
+		scimGroupDB:    st,
 		adminDB:        st,
 		healthDB:       st,
 		storeNow:       func() time.Time { return st.Now() },

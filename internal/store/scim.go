@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type SCIMWrite struct {
 	ExternalID string
 	Attributes string
 	Active     bool
+	// Role is the organisation role the provider's roles name; "" keeps
+	// the member's role (member, for a new one).
+	Role string
 }
 
 // SCIMChange is a SCIM update or removal: the user before and after, and
@@ -195,9 +199,9 @@ func (s *Store) putSCIMRecord(ctx context.Context, tx *sql.Tx, orgID, userID str
 	return err
 }
 
-// CreateSCIMUser makes an account in orgID with role member, as its
-// identity provider asks, with no password (the member signs in through
-// the organisation's single sign-on). The address is the organisation's
+// CreateSCIMUser makes an account in orgID with w's role (member when
+// none), as its identity provider asks, with no password (the member signs
+// in through the organisation's single sign-on). The address is the organisation's
 // assertion (email_asserted_by), not a proven mailbox. A taken userName or
 // address is ECONFLICT naming it in Fields; a full plan is ECONFLICT too.
 func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (*SCIMUser, error) {
@@ -215,10 +219,17 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 		if !w.Active {
 			disabledAt, disabledBy = sql.NullInt64{Int64: ms(now), Valid: true}, DisabledBySCIM
 		}
+		role := w.Role
+		if role == "" {
+			role = perch.RoleMember
+		}
+		if !perch.ValidRole(role) {
+			return perch.Errorf(perch.EBADREQUEST, "%q is not an organisation role.", role)
+		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO users
 			(id, org_id, org_role, joined_at, email, email_norm, name, email_asserted_by, created_at, updated_at, disabled_at, disabled_by)
-			VALUES (?, ?, 'member', ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			id, orgID, ms(now), strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), orgID,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			id, orgID, role, ms(now), strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), orgID,
 			ms(now), ms(now), disabledAt, disabledBy)
 		if isUniqueViolation(err) {
 			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
@@ -245,7 +256,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 // WebSockets; reactivating lifts only a SCIM deactivation (an account a
 // platform admin disabled is ECONFLICT). A new address is the
 // organisation's assertion: the account's mailbox is no longer proven.
-// Taken names are as for CreateSCIMUser.
+// A role in w changes the member's, except that the last owner cannot be
+// demoted (ECONFLICT, and nothing changes). Taken names are as for
+// CreateSCIMUser.
 func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change func(*SCIMUser) (SCIMWrite, error)) (*SCIMChange, error) {
 	c := &SCIMChange{}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -281,6 +294,9 @@ func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change
 			return err
 		}
 		if err := s.putSCIMRecord(ctx, tx, orgID, userID, w, now); err != nil {
+			return err
+		}
+		if err := s.setSCIMRole(ctx, tx, before, w.Role, now); err != nil {
 			return err
 		}
 		if !w.Active {
@@ -371,4 +387,26 @@ func (s *Store) seatFree(ctx context.Context, tx *sql.Tx, orgID string, now time
 		return perch.Errorf(perch.ECONFLICT, "All %d seats of the organisation's plan are taken: ask an owner to make room.", seats)
 	}
 	return nil
+}
+
+// setSCIMRole gives the member role, when it names one other than theirs,
+// keeping the organisation an owner.
+func (s *Store) setSCIMRole(ctx context.Context, tx *sql.Tx, member *SCIMUser, role string, now int64) error {
+	switch {
+	case role == "" || role == member.Role:
+		return nil
+	case !perch.ValidRole(role):
+		return perch.Errorf(perch.EBADREQUEST, "%q is not an organisation role.", role)
+	}
+	if member.Role == perch.RoleOwner {
+		err := s.keepsAnOwner(ctx, tx, member.OrgID, member.ID)
+		if errors.Is(err, errLastOwner) {
+			return perch.Errorf(perch.ECONFLICT, "This is the organisation's last owner: the identity provider cannot make them %s. Make someone else an owner first (in Perch, or with roles).", role)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE users SET org_role = ?, updated_at = ? WHERE id = ? AND org_id = ?`), role, now, member.ID, member.OrgID)
+	return err
 }

@@ -71,8 +71,8 @@ func (s *Store) Team(ctx context.Context, orgID, id string) (*perch.Team, error)
 func (s *Store) CreateTeam(ctx context.Context, orgID, name, description string) (*perch.Team, error) {
 	name, description = strings.TrimSpace(name), strings.TrimSpace(description)
 	t := &perch.Team{ID: newID(), OrgID: orgID, Name: name, Description: description, CreatedAt: s.now(), Members: []perch.TeamMember{}}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO teams (id, org_id, name, name_norm, description, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
-		t.ID, orgID, name, strings.ToLower(name), description, ms(t.CreatedAt))
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO teams (id, org_id, name, name_norm, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		t.ID, orgID, name, strings.ToLower(name), description, ms(t.CreatedAt), ms(t.CreatedAt))
 	if isUniqueViolation(err) {
 		return nil, errTeamNameTaken
 	}
@@ -95,7 +95,7 @@ func (s *Store) UpdateTeam(ctx context.Context, orgID, id string, upd perch.Team
 		desc = &d
 	}
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE teams SET name = COALESCE(?, name), name_norm = COALESCE(?, name_norm),
-		description = COALESCE(?, description) WHERE id = ? AND org_id = ?`), name, norm, desc, id, orgID)
+		description = COALESCE(?, description), updated_at = ? WHERE id = ? AND org_id = ?`), name, norm, desc, ms(s.now()), id, orgID)
 	if isUniqueViolation(err) {
 		return nil, errTeamNameTaken
 	}
@@ -124,17 +124,62 @@ func (s *Store) AddTeamMember(ctx context.Context, orgID, teamID, userID string)
 		if n != 2 {
 			return perch.Errorf(perch.ENOTFOUND, "No such team, or the user is not a member of this organisation.")
 		}
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO team_members (team_id, user_id, added_at) VALUES (?, ?, ?)
-			ON CONFLICT (team_id, user_id) DO NOTHING`), teamID, userID, ms(s.now()))
-		return err
+		return s.addTeamMember(ctx, tx, teamID, userID, ms(s.now()))
 	})
+}
+
+// addTeamMember puts userID into teamID in tx (once: a second time is
+// harmless) and marks the team changed when they were not in it yet.
+func (s *Store) addTeamMember(ctx context.Context, tx *sql.Tx, teamID, userID string, now int64) error {
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO team_members (team_id, user_id, added_at) VALUES (?, ?, ?)
+		ON CONFLICT (team_id, user_id) DO NOTHING`), teamID, userID, now)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	return s.teamChanged(ctx, tx, teamID, now)
+}
+
+// removeTeamMember takes userID out of teamID in tx, reporting whether they
+// were in it, and marks the team changed when they were.
+func (s *Store) removeTeamMember(ctx context.Context, tx *sql.Tx, teamID, userID string, now int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM team_members WHERE team_id = ? AND user_id = ?`), teamID, userID)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	return true, s.teamChanged(ctx, tx, teamID, now)
+}
+
+// teamChanged records now as when teamID last changed.
+func (s *Store) teamChanged(ctx context.Context, tx *sql.Tx, teamID string, now int64) error {
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE teams SET updated_at = ? WHERE id = ?`), now, teamID)
+	return err
 }
 
 // RemoveTeamMember takes a user out of a team of orgID, or returns ENOTFOUND.
 func (s *Store) RemoveTeamMember(ctx context.Context, orgID, teamID, userID string) error {
-	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM team_members WHERE user_id = ?
-		AND team_id = (SELECT id FROM teams WHERE id = ? AND org_id = ?)`), userID, teamID, orgID)
-	return expectOne(res, err, "Team member")
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM teams WHERE id = ? AND org_id = ?`), teamID, orgID).Scan(&n); err != nil {
+			return err
+		}
+		removed := false
+		if n == 1 {
+			var err error
+			if removed, err = s.removeTeamMember(ctx, tx, teamID, userID, ms(s.now())); err != nil {
+				return err
+			}
+		}
+		if !removed {
+			return perch.Errorf(perch.ENOTFOUND, "Team member not found.")
+		}
+		return nil
+	})
 }
 
 // UserTeamIDs lists the teams a user belongs to.
