@@ -14,10 +14,10 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// public marks a route in routeScopes that takes no user's credential
+// publicRoute marks a route in routeScopes that takes no user's credential
 // (operations, sign-in, receivers, SCIM, descriptions): no API token
 // scope applies to it.
-const public perch.TokenScope = ""
+const publicRoute perch.TokenScope = ""
 
 // routeScopes is the scope an API token needs on each route routes.go
 // serves, written out here route by route as the contract reads
@@ -25,23 +25,23 @@ const public perch.TokenScope = ""
 // administration is manage even to read it. The matrix checks the server
 // against it, and TestEveryRouteHasAScope that no route is left out.
 var routeScopes = map[string]perch.TokenScope{
-	"GET /healthz":                                   public,
-	"GET /readyz":                                    public,
-	"GET /metrics":                                   public,
-	"POST /api/v1/auth/register":                     public,
-	"POST /api/v1/auth/login":                        public,
-	"POST /api/v1/auth/forgot-password":              public,
-	"POST /api/v1/auth/reset-password":               public,
-	"POST /api/v1/auth/reset-password/check":         public,
-	"POST /api/v1/auth/verify-email":                 public,
-	"POST /api/v1/auth/invitation/check":             public,
-	"POST /api/v1/auth/refresh":                      public,
-	"POST /api/v1/auth/logout":                       public,
-	"GET /api/v1/auth/device/authorize":              public,
+	"GET /healthz":                                   publicRoute,
+	"GET /readyz":                                    publicRoute,
+	"GET /metrics":                                   publicRoute,
+	"POST /api/v1/auth/register":                     publicRoute,
+	"POST /api/v1/auth/login":                        publicRoute,
+	"POST /api/v1/auth/forgot-password":              publicRoute,
+	"POST /api/v1/auth/reset-password":               publicRoute,
+	"POST /api/v1/auth/reset-password/check":         publicRoute,
+	"POST /api/v1/auth/verify-email":                 publicRoute,
+	"POST /api/v1/auth/invitation/check":             publicRoute,
+	"POST /api/v1/auth/refresh":                      publicRoute,
+	"POST /api/v1/auth/logout":                       publicRoute,
+	"GET /api/v1/auth/device/authorize":              publicRoute,
 	"GET /api/v1/auth/device/requests/{session_id}":  perch.ScopeRead,
 	"POST /api/v1/auth/device/complete":              perch.ScopeManage,
-	"POST /api/v1/auth/device/exchange":              public,
-	"GET /api/v1/auth/device/status/{session_id}":    public,
+	"POST /api/v1/auth/device/exchange":              publicRoute,
+	"GET /api/v1/auth/device/status/{session_id}":    publicRoute,
 	"GET /api/v1/users/me":                           perch.ScopeRead,
 	"PATCH /api/v1/users/me":                         perch.ScopeManage,
 	"GET /api/v1/users/me/features":                  perch.ScopeRead,
@@ -81,42 +81,42 @@ var routeScopes = map[string]perch.TokenScope{
 	"GET /api/v1/webhook-tokens":                     perch.ScopeRead,
 	"POST /api/v1/webhook-tokens":                    perch.ScopeManage,
 	"DELETE /api/v1/webhook-tokens/{id}":             perch.ScopeManage,
-	"POST /webhooks/inbound":                         public,
-	"POST /webhooks/incidents":                       public,
-	"POST /webhooks/pagerduty":                       public,
-	"POST /webhooks/code-host":                       public,
-	"POST /webhooks/github":                          public,
-	"POST /webhooks/monitoring":                      public,
-	"POST /webhooks/datadog":                         public,
+	"POST /webhooks/inbound":                         publicRoute,
+	"POST /webhooks/incidents":                       publicRoute,
+	"POST /webhooks/pagerduty":                       publicRoute,
+	"POST /webhooks/code-host":                       publicRoute,
+	"POST /webhooks/github":                          publicRoute,
+	"POST /webhooks/monitoring":                      publicRoute,
+	"POST /webhooks/datadog":                         publicRoute,
 	"GET /api/v1/notifications":                      perch.ScopeRead,
 	"POST /api/v1/notifications/read":                perch.ScopeRead, // read state is part of reading
 	"GET /ws":                                        perch.ScopeRead,
-	"GET /api/v1/billing/plans":                      public,
+	"GET /api/v1/billing/plans":                      publicRoute,
 	"POST /api/v1/billing/checkout":                  perch.ScopeManage,
 	"POST /api/v1/billing/portal":                    perch.ScopeManage,
-	"POST /webhooks/payments-a":                      public,
-	"POST /webhooks/stripe":                          public,
-	"POST /webhooks/payments-b":                      public,
-	"POST /webhooks/paddle":                          public,
-	"GET /api/v1/regions":                            public,
+	"POST /webhooks/payments-a":                      publicRoute,
+	"POST /webhooks/stripe":                          publicRoute,
+	"POST /webhooks/payments-b":                      publicRoute,
+	"POST /webhooks/paddle":                          publicRoute,
+	"GET /api/v1/regions":                            publicRoute,
 	"GET /api/v1/announcements":                      perch.ScopeRead,
 	"POST /api/v1/admin/announcements":               perch.ScopeManage,
 	"PATCH /api/v1/admin/announcements/{id}":         perch.ScopeManage,
 	"DELETE /api/v1/admin/announcements/{id}":        perch.ScopeManage,
-	"GET /api/v1/auth/oauth-a":                       public,
-	"GET /api/v1/auth/github":                        public,
-	"GET /api/v1/auth/oauth-a/callback":              public,
-	"GET /api/v1/auth/github/callback":               public,
-	"GET /api/v1/auth/oauth-b":                       public,
-	"GET /api/v1/auth/google":                        public,
-	"GET /api/v1/auth/oauth-b/callback":              public,
-	"GET /api/v1/auth/google/callback":               public,
+	"GET /api/v1/auth/oauth-a":                       publicRoute,
+	"GET /api/v1/auth/github":                        publicRoute,
+	"GET /api/v1/auth/oauth-a/callback":              publicRoute,
+	"GET /api/v1/auth/github/callback":               publicRoute,
+	"GET /api/v1/auth/oauth-b":                       publicRoute,
+	"GET /api/v1/auth/google":                        publicRoute,
+	"GET /api/v1/auth/oauth-b/callback":              publicRoute,
+	"GET /api/v1/auth/google/callback":               publicRoute,
 	"GET /api/v1/users/me/identities":                perch.ScopeRead,
 	"DELETE /api/v1/users/me/identities/{provider}":  perch.ScopeManage,
-	"GET /api/v1/auth/saml/metadata":                 public,
-	"GET /api/v1/auth/saml/login":                    public,
-	"POST /api/v1/auth/saml/acs":                     public,
-	"POST /api/v1/auth/saml/discover":                public,
+	"GET /api/v1/auth/saml/metadata":                 publicRoute,
+	"GET /api/v1/auth/saml/login":                    publicRoute,
+	"POST /api/v1/auth/saml/acs":                     publicRoute,
+	"POST /api/v1/auth/saml/discover":                publicRoute,
 	"GET /api/v1/admin/orgs/{id}/saml":               perch.ScopeManage,
 	"PUT /api/v1/admin/orgs/{id}/saml":               perch.ScopeManage,
 	"DELETE /api/v1/admin/orgs/{id}/saml":            perch.ScopeManage,
@@ -146,22 +146,22 @@ var routeScopes = map[string]perch.TokenScope{
 	"POST /api/v1/admin/email-config/test":           perch.ScopeManage,
 	"GET /api/v1/admin/newsletter":                   perch.ScopeManage,
 	"POST /api/v1/admin/newsletter":                  perch.ScopeManage,
-	"POST /api/v1/newsletter/unsubscribe":            public,
-	"GET /api/v1/newsletter/unsubscribe":             public,
-	"GET /scim/v2/Users":                             public,
-	"POST /scim/v2/Users":                            public,
-	"GET /scim/v2/Users/{id}":                        public,
-	"PUT /scim/v2/Users/{id}":                        public,
-	"PATCH /scim/v2/Users/{id}":                      public,
-	"DELETE /scim/v2/Users/{id}":                     public,
-	"GET /scim/v2/ServiceProviderConfig":             public,
-	"GET /scim/v2/ResourceTypes":                     public,
-	"GET /scim/v2/ResourceTypes/{id}":                public,
-	"GET /scim/v2/Schemas":                           public,
-	"GET /scim/v2/Schemas/{id}":                      public,
-	"GET /api/v1/openapi.json":                       public,
-	"GET /docs/api":                                  public,
-	"/":                                              public,
+	"POST /api/v1/newsletter/unsubscribe":            publicRoute,
+	"GET /api/v1/newsletter/unsubscribe":             publicRoute,
+	"GET /scim/v2/Users":                             publicRoute,
+	"POST /scim/v2/Users":                            publicRoute,
+	"GET /scim/v2/Users/{id}":                        publicRoute,
+	"PUT /scim/v2/Users/{id}":                        publicRoute,
+	"PATCH /scim/v2/Users/{id}":                      publicRoute,
+	"DELETE /scim/v2/Users/{id}":                     publicRoute,
+	"GET /scim/v2/ServiceProviderConfig":             publicRoute,
+	"GET /scim/v2/ResourceTypes":                     publicRoute,
+	"GET /scim/v2/ResourceTypes/{id}":                publicRoute,
+	"GET /scim/v2/Schemas":                           publicRoute,
+	"GET /scim/v2/Schemas/{id}":                      publicRoute,
+	"GET /api/v1/openapi.json":                       publicRoute,
+	"GET /docs/api":                                  publicRoute,
+	"/":                                              publicRoute,
 }
 
 // mintRoutes make credentials, which an API token may not, whatever its
@@ -192,7 +192,7 @@ func TestEveryRouteHasAScope(t *testing.T) {
 	routes := registeredRoutes(t)
 	for _, r := range routes {
 		if _, ok := routeScopes[r]; !ok {
-			t.Errorf("%s has no entry in routeScopes: say which API token scope it needs (or public)", r)
+			t.Errorf("%s has no entry in routeScopes: say which API token scope it needs (or publicRoute)", r)
 		}
 	}
 	for r := range routeScopes {
@@ -309,7 +309,7 @@ func TestTokenScopeMatrix(t *testing.T) {
 						t.Errorf("%s %s: route %q has no scope (TestEveryRouteHasAScope)", c.method, c.path, pattern)
 						continue
 					}
-					if need == public {
+					if need == publicRoute {
 						continue
 					}
 					role, roleWant := scopeRole(c)
