@@ -26,7 +26,7 @@ const SessionCookie = "perch_session"
 const MaxTokenLabelLen = 100
 
 // APIToken is a long-lived personal credential, usable as a bearer token
-// wherever an access token is.
+// wherever an access token is, within its scopes and until it expires.
 type APIToken struct {
 	ID             string     `json:"id"`
 	UserID         string     `json:"-"`
@@ -35,6 +35,16 @@ type APIToken struct {
 	IsActive       bool       `json:"is_active"`
 	LastVerifiedAt *time.Time `json:"last_verified_at"`
 	CreatedAt      time.Time  `json:"created_at"`
+	// ExpiresAt is when the token stops working; nil: never.
+	ExpiresAt *time.Time `json:"expires_at"`
+	// Scopes limit what the token may do of what its user may, in order,
+	// each with the ones below it; nil: everything its user may.
+	Scopes []TokenScope `json:"scopes"`
+}
+
+// Expired reports whether k has expired at now.
+func (k *APIToken) Expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
 }
 
 // APITokenUpdate changes a token; nil fields stay as they are.
@@ -65,7 +75,10 @@ type Principal struct {
 	User       *User
 	SessionID  string    // set when signed in with an access token or a dashboard session
 	APITokenID string    // set when signed in with an API token
-	ExpiresAt  time.Time // when the access token ends; zero for an API token
+	ExpiresAt  time.Time // when the access or API token ends; zero for an API token without expiry
+	// Scopes limit an API token (see TokenScope); nil for access tokens
+	// and unscoped API tokens.
+	Scopes []TokenScope
 }
 
 // Session is one sign-in: the pair of tokens a login, registration or

@@ -63,7 +63,8 @@ type seen struct {
 func TestMethods(t *testing.T) {
 	t.Parallel()
 	const user = `{"id":"1","email":"ann@example.com","name":"Ann","email_verified":false,"org_id":"7","org_role":"owner","is_admin":false,"newsletter":false,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}`
-	const apiToken = `{"id":"3","label":"laptop","token_prefix":"pat_abcd","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z"}`
+	const apiToken = `{"id":"3","label":"laptop","token_prefix":"pat_abcd","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z","expires_at":null,"scopes":null}`
+	const limitedToken = `{"id":"4","label":"ci","token_prefix":"pat_efgh","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z","expires_at":"2027-01-01T00:00:00Z","scopes":["read","send"]}`
 	const whToken = `{"id":"4","label":"ci","sender":"inbound","scope":"team","team_id":"9","token_prefix":"whk_abcd","created_at":"2026-01-02T03:04:05Z","last_used_at":null}`
 	const note = `{"id":"42","tab":"Code","title":"PR #1","message":"m","severity":"info","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"user","id":"1"},"read":false}`
 	tests := []struct {
@@ -87,6 +88,24 @@ func TestMethods(t *testing.T) {
 		want:   seen{Method: "POST", Path: "/api/v1/tokens", Auth: "Bearer pac_a", Body: `{"label":"laptop"}`},
 		status: 201, answer: `{"data":{"token":` + apiToken + `,"raw_token":"pat_abcdef"}}`,
 		result: `{"token":` + apiToken + `,"raw":"pat_abcdef"}`,
+	}, {
+		name: "create limited API token",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			ends := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+			k, raw, err := c.CreateLimitedAPIToken(ctx, APITokenInput{Label: "ci", ExpiresAt: &ends, Scopes: []perch.TokenScope{perch.ScopeSend}})
+			return map[string]any{"token": k, "raw": raw}, err
+		},
+		want:   seen{Method: "POST", Path: "/api/v1/tokens", Auth: "Bearer pac_a", Body: `{"label":"ci","expires_at":"2027-01-01T00:00:00Z","scopes":["send"]}`},
+		status: 201, answer: `{"data":{"token":` + limitedToken + `,"raw_token":"pat_efghij"}}`,
+		result: `{"token":` + limitedToken + `,"raw":"pat_efghij"}`,
+	}, {
+		name: "empty scopes are sent, not widened",
+		call: func(ctx context.Context, c *Client) (any, error) {
+			_, _, err := c.CreateLimitedAPIToken(ctx, APITokenInput{Label: "ci", Scopes: []perch.TokenScope{}})
+			return nil, err
+		},
+		want:   seen{Method: "POST", Path: "/api/v1/tokens", Auth: "Bearer pac_a", Body: `{"label":"ci","scopes":[]}`},
+		status: 201, answer: `{"data":{"token":` + limitedToken + `,"raw_token":"pat_efghij"}}`, result: `null`,
 	}, {
 		name:   "API tokens",
 		call:   func(ctx context.Context, c *Client) (any, error) { return c.APITokens(ctx) },

@@ -4,19 +4,37 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
 
-// CreateAPIToken makes a personal API token and returns it with its raw
-// value (pat_...), which is shown this once. Errors: EBADREQUEST for a
-// missing or over-long label.
+// CreateAPIToken makes a personal API token that may do everything the
+// user may, with no expiry, and returns it with its raw value (pat_...),
+// which is shown this once. Errors: EBADREQUEST for a missing or
+// over-long label.
 func (c *Client) CreateAPIToken(ctx context.Context, label string) (*perch.APIToken, string, error) {
+	return c.CreateLimitedAPIToken(ctx, APITokenInput{Label: label})
+}
+
+// APITokenInput describes an API token to create.
+type APITokenInput struct {
+	Label     string             `json:"label"`
+	ExpiresAt *time.Time         `json:"expires_at,omitzero"` // nil: never
+	Scopes    []perch.TokenScope `json:"scopes,omitzero"`     // nil: everything the user may do; empty is refused, never widened to everything
+}
+
+// CreateLimitedAPIToken makes an API token limited by in's expiry and
+// scopes (each scope brings the ones below it: the token answered lists
+// them all) and returns it with its raw value, shown this once. Errors:
+// EBADREQUEST for a missing or over-long label, EVALIDATION for an expiry
+// not in the future or unknown, repeated or no scopes.
+func (c *Client) CreateLimitedAPIToken(ctx context.Context, in APITokenInput) (*perch.APIToken, string, error) {
 	var out struct {
 		Token    *perch.APIToken `json:"token"`
 		RawToken string          `json:"raw_token"`
 	}
-	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/tokens", body: map[string]string{"label": label}, out: &out})
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/tokens", body: in, out: &out})
 	if err != nil {
 		return nil, "", err
 	}

@@ -48,8 +48,9 @@ func (c *cli) login(ctx context.Context, args []string) error {
 		}
 	}
 	var si *creds.SignIn
+	var may string // what the API token may do, when signing in with one
 	if *token != "" {
-		si, err = c.tokenLogin(ctx, server, *token)
+		si, may, err = c.tokenLogin(ctx, server, *token)
 	} else {
 		si, err = c.browserLogin(ctx, server, cliClientName, !*noBrowser, nil)
 	}
@@ -67,6 +68,9 @@ func (c *cli) login(ctx context.Context, args []string) error {
 		st.Client(previous, c.clientOpts...).Logout(ctx)
 	}
 	fmt.Fprintf(c.stdout, "Signed in to %s as %s.\n", server, si.Email)
+	if may != "" {
+		fmt.Fprintln(c.stdout, may)
+	}
 	return nil
 }
 
@@ -87,16 +91,48 @@ func (c *cli) regionServer(ctx context.Context, server, region string) (string, 
 	return "", fmt.Errorf("%s knows no region %q; its regions: %s", server, region, strings.Join(names, ", "))
 }
 
-// tokenLogin checks an API token by asking the server whose it is.
-func (c *cli) tokenLogin(ctx context.Context, server, token string) (*creds.SignIn, error) {
+// tokenLogin checks an API token by asking the server whose it is, and
+// says what the token may do: its scopes and expiry, from the user's list
+// of tokens, found by the raw token's prefix (which every scope may read).
+func (c *cli) tokenLogin(ctx context.Context, server, token string) (*creds.SignIn, string, error) {
 	if !strings.HasPrefix(token, perch.APITokenPrefix) {
-		return nil, fmt.Errorf("--token takes an API token (%s…), made on the dashboard's API tokens page", perch.APITokenPrefix)
+		return nil, "", fmt.Errorf("--token takes an API token (%s…), made on the dashboard's API tokens page", perch.APITokenPrefix)
 	}
-	me, err := client.New(server, append(slices.Clip(c.clientOpts), client.WithAPIToken(token))...).Me(ctx)
+	api := client.New(server, append(slices.Clip(c.clientOpts), client.WithAPIToken(token))...)
+	me, err := api.Me(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("checking the token with %s: %s", server, message(err))
+		return nil, "", fmt.Errorf("checking the token with %s: %s", server, message(err))
 	}
-	return &creds.SignIn{Server: server, Email: me.Email, APIToken: token}, nil
+	tokens, err := api.APITokens(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the token's scopes from %s: %s", server, message(err))
+	}
+	var may string
+	for _, k := range tokens {
+		if strings.HasPrefix(token, k.TokenPrefix) {
+			may = tokenMay(k)
+			break
+		}
+	}
+	return &creds.SignIn{Server: server, Email: me.Email, APIToken: token}, may, nil
+}
+
+// tokenMay says what k may do and until when: "This token may read and
+// send; it expires on 2027-01-01."
+func tokenMay(k *perch.APIToken) string {
+	what := "do everything your account may do"
+	if k.Scopes != nil {
+		what = perch.DescribeTokenScopes(k.Scopes)
+	}
+	until := "it does not expire"
+	if k.ExpiresAt != nil {
+		at := k.ExpiresAt.UTC()
+		until = "it expires on " + at.Format(time.DateOnly)
+		if !at.Equal(at.Truncate(24 * time.Hour)) {
+			until += " at " + at.Format("15:04") + " UTC"
+		}
+	}
+	return "This token may " + what + "; " + until + "."
 }
 
 var (

@@ -208,7 +208,7 @@ func TestLoginWithAToken(t *testing.T) {
 	if err := dispatch(t.Context(), "login", []string{"--server", base, "--token", pat}, c); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Signed in to " + base + " as ada@example.com.\n"; stdout.String() != want {
+	if want := "Signed in to " + base + " as ada@example.com.\nThis token may do everything your account may do; it does not expire.\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout, want)
 	}
 	st, _ := creds.Open(dir)
@@ -224,6 +224,38 @@ func TestLoginWithAToken(t *testing.T) {
 		err := dispatch(t.Context(), "login", []string{"--server", base, "--token", tt.token}, c)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("login --token %s: %v, want %q…", tt.token, err, tt.want)
+		}
+	}
+}
+
+// TestLoginWithAScopedToken: perch login --token says what a scoped,
+// expiring token may do, and a read token is enough to sign in with.
+func TestLoginWithAScopedToken(t *testing.T) {
+	t.Parallel()
+	base := clientServer(t)
+	u := newTestUser(t, base, "Ada")
+	midnight := time.Date(time.Now().Year()+2, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in   client.APITokenInput
+		want string
+	}{
+		{client.APITokenInput{Label: "ci", Scopes: []perch.TokenScope{perch.ScopeSend}, ExpiresAt: &midnight},
+			"This token may read and send; it expires on " + midnight.Format(time.DateOnly) + "."},
+		{client.APITokenInput{Label: "wall", Scopes: []perch.TokenScope{perch.ScopeRead}, ExpiresAt: new(midnight.Add(14*time.Hour + 30*time.Minute))},
+			"This token may read; it expires on " + midnight.Format(time.DateOnly) + " at 14:30 UTC."},
+		{client.APITokenInput{Label: "admin", Scopes: []perch.TokenScope{perch.ScopeManage}},
+			"This token may read, send and manage; it does not expire."},
+	} {
+		_, pat, err := u.api.CreateLimitedAPIToken(t.Context(), c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, stdout, _ := testCLI(t, t.TempDir(), nil)
+		if err := dispatch(t.Context(), "login", []string{"--server", base, "--token", pat}, cl); err != nil {
+			t.Fatal(err)
+		}
+		if want := "Signed in to " + base + " as ada@example.com.\n" + c.want + "\n"; stdout.String() != want {
+			t.Errorf("%s: stdout %q, want %q", c.in.Label, stdout, want)
 		}
 	}
 }

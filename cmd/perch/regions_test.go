@@ -47,7 +47,7 @@ func TestRegions(t *testing.T) {
 	if err := dispatch(t.Context(), "login", []string{"--server", us, "--region", "eu", "--token", pat}, c); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Signed in to " + eu + " as ada@example.com.\n"; stdout.String() != want {
+	if want := "Signed in to " + eu + " as ada@example.com.\nThis token may do everything your account may do; it does not expire.\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout, want)
 	}
 	err = dispatch(t.Context(), "login", []string{"--server", us, "--region", "ap", "--token", pat}, c)

@@ -144,6 +144,9 @@ const (
 	ReasonLost     = "live delivery interrupted; reconnect"
 	ReasonRevoked  = "credential revoked"
 	ReasonExpired  = "access token expired; renew it and reconnect"
+	// ReasonTokenExpired ends a socket opened with an API token that has
+	// expired: unlike an access token's, nothing renews it.
+	ReasonTokenExpired = "API token expired"
 )
 
 type set map[*Client]struct{}
@@ -290,8 +293,15 @@ func (h *Hub) Deliver(m perch.FanoutMessage) {
 	}
 }
 
-// Expire drops c because the credential it was opened with has expired.
-func (c *Client) Expire() { c.drop(ReasonExpired) }
+// Expire drops c because the credential it was opened with has expired:
+// an access token (ReasonExpired) or an API token (ReasonTokenExpired).
+func (c *Client) Expire() {
+	if c.APITokenID != "" {
+		c.drop(ReasonTokenExpired)
+		return
+	}
+	c.drop(ReasonExpired)
+}
 
 // Revoke drops c because the credential it was opened with was revoked.
 func (c *Client) Revoke() { c.drop(ReasonRevoked) }

@@ -211,3 +211,22 @@ func TestAFrameIsEncodedOnceForEveryClient(t *testing.T) {
 		t.Fatalf("a frame made elsewhere: Encoded = %q", got)
 	}
 }
+
+// TestExpireSaysWhichCredentialEnded: an access token's end invites a
+// renewal; an API token's is final, and says so.
+func TestExpireSaysWhichCredentialEnded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		session, token, want string
+	}{
+		{"s1", "", ReasonExpired},
+		{"", "t1", ReasonTokenExpired},
+	} {
+		cl := NewClient(perch.Audience{UserID: "ada", OrgID: "a"}, 8, nop)
+		cl.SessionID, cl.APITokenID = c.session, c.token
+		cl.Expire()
+		if got := cl.Dropped(); got != c.want {
+			t.Errorf("session %q, token %q: dropped %q, want %q", c.session, c.token, got, c.want)
+		}
+	}
+}

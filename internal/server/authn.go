@@ -118,7 +118,10 @@ func (s *Server) principalFromToken(ctx context.Context, raw string) (*perch.Pri
 		if err != nil {
 			return nil, err
 		}
-		p.User, p.APITokenID = u, k.ID
+		p.User, p.APITokenID, p.Scopes = u, k.ID, k.Scopes
+		if k.ExpiresAt != nil {
+			p.ExpiresAt = *k.ExpiresAt
+		}
 		if k.LastVerifiedAt == nil || s.now().Sub(*k.LastVerifiedAt) >= apiTokenTouchEvery {
 			if err := s.kernelDB.TouchAPIToken(ctx, k.ID, apiTokenTouchEvery); err != nil {
 				return nil, err

@@ -18,11 +18,12 @@ var authzRoles = []string{"anonymous", "outsider", "member", "admin", "owner", "
 type world struct {
 	owner, admin, member, target, outsider, root *account
 	team, invitation, invitationToken            string
-	ownerToken, announcement                     string
-	workflow                                     string // the owner's organisation's, published
-	failedJob                                    string // a forward of the owner's organisation, given up
-	deviceSession                                string // a pending desktop sign-in, its verifier rfcVerifier
-	smtpPort                                     int    // the test SMTP server's, for e-mail settings that keep mail flowing
+	ownerToken, announcement, webhookToken       string            // webhookToken: the owner's, its id
+	workflow                                     string            // the owner's organisation's, published
+	failedJob                                    string            // a forward of the owner's organisation, given up
+	deviceSession                                string            // a pending desktop sign-in, its verifier rfcVerifier
+	smtpPort                                     int               // the test SMTP server's, for e-mail settings that keep mail flowing
+	tokens                                       map[string]string // API tokens of the scope matrix, by role and kind (token)
 }
 
 func newWorld(a *api, n int) *world {
@@ -45,6 +46,8 @@ func newWorld(a *api, n int) *world {
 	w.invitation = inv["id"].(string)
 	w.invitationToken = a.mailedToken(frank, "/invitations/accept")
 	w.ownerToken = a.apiToken(w.owner, "laptop")
+	w.webhookToken = expect(a.t, a.call("POST", "/api/v1/webhook-tokens", w.owner.Access,
+		map[string]string{"label": "CI", "sender": "inbound", "scope": "user"}), 201).Data()["token"].(map[string]any)["id"].(string)
 	w.workflow = a.mustCreateWorkflow(w.owner, dropErrors("Quiet"))["id"].(string)
 	expect(a.t, a.call("POST", "/api/v1/org/workflows/"+w.workflow+"/publish", w.owner.Access, nil), 200)
 	w.failedJob = givenUpJob(a, w.owner.OrgID, w.workflow)
@@ -216,6 +219,26 @@ var authzCases = []authzCase{
 	{"GET", "/scim/v2/Schemas", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", nil, [6]int{401, 401, 401, 401, 401, 401}},
 	{"POST", "/api/v1/org/saml/domains/verify", nil, [6]int{401, 404, 403, 403, 404, 404}},
+	// Sign-in refusals, the same for every caller.
+	{"POST", "/api/v1/auth/register", map[string]string{"email": "new@example.com"}, [6]int{422, 422, 422, 422, 422, 422}},
+	{"POST", "/api/v1/auth/login", map[string]string{"email": "nobody@example.com", "password": "not the password"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/api/v1/auth/reset-password", map[string]string{"token": "pem_x", "password": "a new password 2026"}, [6]int{400, 400, 400, 400, 400, 400}},
+	{"POST", "/api/v1/auth/logout", map[string]string{}, [6]int{422, 422, 422, 422, 422, 422}},
+	// Webhook tokens: everyone makes their own; the owner's is the owner's.
+	{"GET", "/api/v1/webhook-tokens", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/webhook-tokens", map[string]string{"label": "CI", "sender": "inbound", "scope": "user"}, [6]int{401, 201, 201, 201, 201, 201}},
+	{"DELETE", "/api/v1/webhook-tokens/{webhookToken}", nil, [6]int{401, 404, 404, 404, 204, 404}},
+	// The receivers take a webhook token, never a user's credential.
+	{"POST", "/webhooks/inbound?token=whk_x", map[string]string{"title": "T"}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/incidents?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/pagerduty?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/code-host?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/github?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/monitoring?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	{"POST", "/webhooks/datadog?token=whk_x", map[string]string{}, [6]int{401, 401, 401, 401, 401, 401}},
+	// History and read state: each user's own.
+	{"GET", "/api/v1/notifications", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"POST", "/api/v1/notifications/read", map[string]bool{"all": true}, [6]int{401, 200, 200, 200, 200, 200}},
 }
 
 // samlSettingsBody is SAML settings over a fixed identity provider's
@@ -225,7 +248,7 @@ func samlSettingsBody(*world) any {
 }
 
 func (w *world) fill(s string) string {
-	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{announcement}", w.announcement, "{target}", w.target.ID,
+	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{webhookToken}", w.webhookToken, "{announcement}", w.announcement, "{target}", w.target.ID,
 		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
@@ -278,26 +301,30 @@ func TestAuthorizationMatrix(t *testing.T) {
 // authzParts is how many parts the matrix's cases are dealt into.
 const authzParts = 4
 
-// checkAuthz sends case c as role in world w and checks the answer.
-func checkAuthz(t *testing.T, a *api, c authzCase, w *world, role string, want int) {
-	t.Helper()
-	path := w.fill(c.path)
-	var body any = c.body
+// fillBody is case c's body for world w.
+func fillBody(c authzCase, w *world) any {
 	if f, ok := c.body.(func(*world) any); ok {
-		body = f(w)
+		return f(w)
 	}
 	if m, ok := c.body.(map[string]string); ok {
 		filled := map[string]string{}
 		for k, v := range m {
 			filled[k] = w.fill(v)
 		}
-		body = filled
+		return filled
 	}
+	return c.body
+}
+
+// checkAuthz sends case c as role in world w and checks the answer.
+func checkAuthz(t *testing.T, a *api, c authzCase, w *world, role string, want int) {
+	t.Helper()
+	path := w.fill(c.path)
 	token := ""
 	if acc := w.as(role); acc != nil {
 		token = acc.Access
 	}
-	res := a.call(c.method, path, token, body)
+	res := a.call(c.method, path, token, fillBody(c, w))
 	if res.Status != want {
 		t.Errorf("%s %s as %s: status %d, want %d: %s", c.method, c.path, role, res.Status, want, res.Raw)
 	}

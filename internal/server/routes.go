@@ -33,33 +33,33 @@ func (s *Server) routes() {
 	// Desktop sign-in (device/PKCE flow). The app polls the status every few
 	// seconds: that has the per-user allowance.
 	m.Handle("GET /api/v1/auth/device/authorize", s.perIP("device", auth, s.deviceAuthorize))
-	m.Handle("GET /api/v1/auth/device/requests/{session_id}", s.signedIn(s.deviceRequestInfo))
-	m.Handle("POST /api/v1/auth/device/complete", s.signedIn(s.deviceComplete))
+	m.Handle("GET /api/v1/auth/device/requests/{session_id}", s.allowed(perch.ViewAccount, s.deviceRequestInfo))
+	m.Handle("POST /api/v1/auth/device/complete", s.allowed(perch.ManageAccount, s.deviceComplete))
 	m.Handle("POST /api/v1/auth/device/exchange", s.perIP("device", auth, s.deviceExchange))
 	m.Handle("GET /api/v1/auth/device/status/{session_id}", s.perIP("device-poll", user, s.deviceStatus))
 
 	// The signed-in user.
-	m.Handle("GET /api/v1/users/me", s.signedIn(s.me))
-	m.Handle("PATCH /api/v1/users/me", s.signedIn(s.updateMe))
-	m.Handle("GET /api/v1/users/me/features", s.signedIn(s.features))
+	m.Handle("GET /api/v1/users/me", s.allowed(perch.ViewAccount, s.me))
+	m.Handle("PATCH /api/v1/users/me", s.allowed(perch.ManageAccount, s.updateMe))
+	m.Handle("GET /api/v1/users/me/features", s.allowed(perch.ViewAccount, s.features))
 
 	// The first platform admin: a setup link's code, redeemed by a signed-in
 	// user, limited per client address as sign-in is (admin_setup.go).
-	m.Handle("GET /api/v1/setup", s.signedIn(s.setupStatus))
-	m.Handle("POST /api/v1/setup/admin", s.ipLimited("setup", auth, s.signedIn(s.redeemSetupCode)))
+	m.Handle("GET /api/v1/setup", s.allowed(perch.ViewAccount, s.setupStatus))
+	m.Handle("POST /api/v1/setup/admin", s.ipLimited("setup", auth, s.allowed(perch.ManageAccount, s.redeemSetupCode)))
 
 	// API tokens.
-	m.Handle("GET /api/v1/tokens", s.signedIn(s.listAPITokens))
-	m.Handle("POST /api/v1/tokens", s.signedIn(s.createAPIToken))
-	m.Handle("PATCH /api/v1/tokens/{id}", s.signedIn(s.updateAPIToken))
-	m.Handle("DELETE /api/v1/tokens/{id}", s.signedIn(s.deleteAPIToken))
+	m.Handle("GET /api/v1/tokens", s.allowed(perch.ViewAccount, s.listAPITokens))
+	m.Handle("POST /api/v1/tokens", s.allowed(perch.ManageTokens, s.createAPIToken))
+	m.Handle("PATCH /api/v1/tokens/{id}", s.allowed(perch.ManageTokens, s.updateAPIToken))
+	m.Handle("DELETE /api/v1/tokens/{id}", s.allowed(perch.ManageTokens, s.deleteAPIToken))
 
 	// The caller's organisation: members, teams, invitations.
 	m.Handle("GET /api/v1/org", s.allowed(perch.ViewOrg, s.getOrg))
 	m.Handle("PATCH /api/v1/org", s.allowed(perch.ManageOrg, s.updateOrg))
 	m.Handle("GET /api/v1/org/members", s.allowed(perch.ViewOrg, s.listMembers))
 	m.Handle("PATCH /api/v1/org/members/{userId}", s.allowed(perch.ManageMembers, s.updateMember))
-	m.Handle("DELETE /api/v1/org/members/{userId}", s.allowed(perch.ViewOrg, s.removeMember)) // members may leave
+	m.Handle("DELETE /api/v1/org/members/{userId}", s.allowed(perch.LeaveOrg, s.removeMember)) // members may leave
 	m.Handle("GET /api/v1/org/teams", s.allowed(perch.ViewOrg, s.listTeams))
 	m.Handle("POST /api/v1/org/teams", s.allowed(perch.ManageTeams, s.createTeam))
 	m.Handle("GET /api/v1/org/teams/{id}", s.allowed(perch.ViewOrg, s.getTeam))
@@ -67,10 +67,10 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/org/teams/{id}", s.allowed(perch.ManageTeams, s.deleteTeam))
 	m.Handle("PUT /api/v1/org/teams/{id}/members/{userId}", s.allowed(perch.ManageTeams, s.addTeamMember))
 	m.Handle("DELETE /api/v1/org/teams/{id}/members/{userId}", s.allowed(perch.ManageTeams, s.removeTeamMember))
-	m.Handle("GET /api/v1/org/invitations", s.allowed(perch.ManageInvitations, s.listInvitations))
+	m.Handle("GET /api/v1/org/invitations", s.allowed(perch.ViewInvitations, s.listInvitations))
 	m.Handle("POST /api/v1/org/invitations", s.allowed(perch.ManageInvitations, s.createInvitation))
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
-	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.ViewOrg, s.acceptInvitation))
+	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.JoinOrg, s.acceptInvitation))
 
 	// Workflows and the marketplace (workflow_*.go):
 	// members read, try and see the runs of their organisation's workflows;
@@ -85,7 +85,7 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.updateWorkflow, wf)))
 	m.Handle("DELETE /api/v1/org/workflows/{id}", s.allowed(perch.ManageWorkflows, s.gated(s.deleteWorkflow, wf)))
 	m.Handle("GET /api/v1/org/workflows/{id}/runs", s.allowed(perch.ViewWorkflows, s.gated(s.listWorkflowRuns, wf)))
-	m.Handle("GET /api/v1/org/workflows/failed-deliveries", s.allowed(perch.ManageWorkflows, s.gated(s.listFailedDeliveries, wf)))
+	m.Handle("GET /api/v1/org/workflows/failed-deliveries", s.allowed(perch.ViewDeliveries, s.gated(s.listFailedDeliveries, wf)))
 	m.Handle("POST /api/v1/org/workflows/failed-deliveries/{job_id}/retry", s.allowed(perch.ManageWorkflows, s.gated(s.retryDelivery, wf)))
 	m.Handle("POST /api/v1/org/workflows/{id}/test", s.allowed(perch.ViewWorkflows, s.gated(s.tryWorkflow, wf)))
 	m.Handle("POST /api/v1/org/workflows/{id}/fork", s.allowed(perch.ManageWorkflows, s.gated(s.forkWorkflow, wf)))
@@ -95,9 +95,9 @@ func (s *Server) routes() {
 
 	// Events: webhook tokens, the receivers (spec path, then the real name),
 	// the history and the live feed.
-	m.Handle("GET /api/v1/webhook-tokens", s.signedIn(s.listWebhookTokens))
-	m.Handle("POST /api/v1/webhook-tokens", s.signedIn(s.createWebhookToken))
-	m.Handle("DELETE /api/v1/webhook-tokens/{id}", s.signedIn(s.deleteWebhookToken))
+	m.Handle("GET /api/v1/webhook-tokens", s.allowed(perch.ViewAccount, s.listWebhookTokens))
+	m.Handle("POST /api/v1/webhook-tokens", s.allowed(perch.ManageTokens, s.createWebhookToken))
+	m.Handle("DELETE /api/v1/webhook-tokens/{id}", s.allowed(perch.ManageTokens, s.deleteWebhookToken))
 	m.Handle("POST /webhooks/inbound", s.receiver(perch.SenderInbound, parseInbound))
 	m.Handle("POST /webhooks/incidents", s.receiver(perch.SenderIncidents, senders.PagerDuty))
 	m.Handle("POST /webhooks/pagerduty", s.receiver(perch.SenderIncidents, senders.PagerDuty))
@@ -105,8 +105,8 @@ func (s *Server) routes() {
 	m.Handle("POST /webhooks/github", s.receiver(perch.SenderCodeHost, senders.GitHub))
 	m.Handle("POST /webhooks/monitoring", s.receiver(perch.SenderMonitoring, senders.Datadog))
 	m.Handle("POST /webhooks/datadog", s.receiver(perch.SenderMonitoring, senders.Datadog))
-	m.Handle("GET /api/v1/notifications", s.signedIn(s.listNotifications))
-	m.Handle("POST /api/v1/notifications/read", s.signedIn(s.markRead))
+	m.Handle("GET /api/v1/notifications", s.allowed(perch.ReadNotifications, s.listNotifications))
+	m.Handle("POST /api/v1/notifications/read", s.allowed(perch.ReadNotifications, s.markRead))
 	m.Handle("GET /ws", s.handle(s.websocket))
 
 	// Plans, regions and announcements.
@@ -122,7 +122,7 @@ func (s *Server) routes() {
 	m.Handle("POST /webhooks/payments-b", s.perIP("payments", payments, s.paymentReceiver(paddleSender)))
 	m.Handle("POST /webhooks/paddle", s.perIP("payments", payments, s.paymentReceiver(paddleSender)))
 	m.Handle("GET /api/v1/regions", s.handle(s.listRegions))
-	m.Handle("GET /api/v1/announcements", s.signedIn(s.listAnnouncements))
+	m.Handle("GET /api/v1/announcements", s.allowed(perch.ViewAccount, s.listAnnouncements))
 	m.Handle("POST /api/v1/admin/announcements", s.allowed(perch.PlatformAdmin, s.createAnnouncement))
 	m.Handle("PATCH /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.updateAnnouncement))
 	m.Handle("DELETE /api/v1/admin/announcements/{id}", s.allowed(perch.PlatformAdmin, s.deleteAnnouncement))
@@ -142,8 +142,8 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/auth/google", s.perIP("oauth", user, s.oauthStart(google)))
 	m.Handle("GET /api/v1/auth/oauth-b/callback", s.perIP("oauth", user, s.oauthCallback(google)))
 	m.Handle("GET /api/v1/auth/google/callback", s.perIP("oauth", user, s.oauthCallback(google)))
-	m.Handle("GET /api/v1/users/me/identities", s.signedIn(s.listIdentities))
-	m.Handle("DELETE /api/v1/users/me/identities/{provider}", s.signedIn(s.deleteIdentity))
+	m.Handle("GET /api/v1/users/me/identities", s.allowed(perch.ViewAccount, s.listIdentities))
+	m.Handle("DELETE /api/v1/users/me/identities/{provider}", s.allowed(perch.ManageAccount, s.deleteIdentity))
 
 	// Single sign-on: SAML per organisation (saml*.go). The service
 	// provider's routes are public, limited per client address with the
@@ -158,7 +158,7 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/admin/orgs/{id}/saml", s.allowed(perch.PlatformAdmin, s.deleteSAML))
 	m.Handle("POST /api/v1/admin/orgs/{id}/saml/test", s.allowed(perch.PlatformAdmin, s.testSAML))
 	m.Handle("POST /api/v1/admin/orgs/{id}/saml/scim-token", s.allowed(perch.PlatformAdmin, s.createSCIMToken))
-	m.Handle("GET /api/v1/org/saml", s.allowed(perch.ManageSSO, s.getSAML))
+	m.Handle("GET /api/v1/org/saml", s.allowed(perch.ViewSSO, s.getSAML))
 	m.Handle("PUT /api/v1/org/saml", s.allowed(perch.ManageSSO, s.putSAML))
 	m.Handle("DELETE /api/v1/org/saml", s.allowed(perch.ManageSSO, s.deleteSAML))
 	m.Handle("POST /api/v1/org/saml/test", s.allowed(perch.ManageSSO, s.testSAML))
@@ -225,17 +225,16 @@ func (s *Server) routes() {
 	m.Handle("/", s.handle(s.unmatched))
 }
 
-// signedIn serves h to a signed-in user, within their rate limit.
-func (s *Server) signedIn(h handlerFunc) http.Handler {
-	return s.authenticate(s.perUser(s.handle(h)))
-}
-
-// allowed serves h to signed-in users whom perch.Authorize lets take a.
+// allowed serves h to signed-in users whom perch.AuthorizePrincipal lets
+// take a: by their role, and by their API token's scopes when they sign in
+// with a scoped one. It is the one way to serve an authenticated route, so
+// no route can leave out the action it takes, nor the scope that needs
+// (TestEveryRouteHasAScope checks the routes against what they should need).
 func (s *Server) allowed(a perch.Action, h handlerFunc) http.Handler {
-	return s.signedIn(func(w http.ResponseWriter, r *http.Request) error {
-		if err := perch.Authorize(principal(r).User, a); err != nil {
+	return s.authenticate(s.perUser(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if err := perch.AuthorizePrincipal(principal(r), a); err != nil {
 			return err
 		}
 		return h(w, r)
-	})
+	})))
 }

@@ -110,6 +110,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := perch.AuthorizePrincipal(p, perch.ReadNotifications); err != nil {
+		return err
+	}
 	since := r.URL.Query().Get("since")
 	if since != "" {
 		if _, err := store.ParseNotificationID(since); err != nil {

@@ -9,24 +9,59 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-const apiTokenColumns = `k.id, k.user_id, k.label, k.token_prefix, k.is_active, k.created_at, k.last_verified_at`
+const apiTokenColumns = `k.id, k.user_id, k.label, k.token_prefix, k.is_active, k.created_at, k.last_verified_at, k.expires_at, k.scopes`
 
-func scanAPIToken(row interface{ Scan(...any) error }) (*perch.APIToken, error) {
-	var k perch.APIToken
-	var created int64
-	var verified sql.NullInt64
-	if err := row.Scan(&k.ID, &k.UserID, &k.Label, &k.TokenPrefix, &k.IsActive, &created, &verified); err != nil {
-		return nil, err
-	}
-	k.CreatedAt, k.LastVerifiedAt = fromMS(created), fromNullMS(verified)
-	return &k, nil
+// apiTokenRow is where a row of apiTokenColumns is scanned to.
+type apiTokenRow struct {
+	k                 perch.APIToken
+	created           int64
+	verified, expires sql.NullInt64
+	scopes            sql.NullString
 }
 
-// CreateAPIToken stores a new active API token of userID, known by its hash.
+func (t *apiTokenRow) dest() []any {
+	return []any{&t.k.ID, &t.k.UserID, &t.k.Label, &t.k.TokenPrefix, &t.k.IsActive, &t.created, &t.verified, &t.expires, &t.scopes}
+}
+
+func (t *apiTokenRow) token() *perch.APIToken {
+	t.k.CreatedAt, t.k.LastVerifiedAt, t.k.ExpiresAt = fromMS(t.created), fromNullMS(t.verified), fromNullMS(t.expires)
+	if t.scopes.Valid {
+		t.k.Scopes = perch.ParseTokenScopes(t.scopes.String)
+	}
+	return &t.k
+}
+
+func scanAPIToken(row interface{ Scan(...any) error }) (*perch.APIToken, error) {
+	var t apiTokenRow
+	if err := row.Scan(t.dest()...); err != nil {
+		return nil, err
+	}
+	return t.token(), nil
+}
+
+// CreateAPIToken stores a new active API token of userID, known by its
+// hash, that never expires and may do everything its user may.
 func (s *Store) CreateAPIToken(ctx context.Context, userID, label, prefix, hash string) (*perch.APIToken, error) {
-	k := &perch.APIToken{ID: newID(), UserID: userID, Label: label, TokenPrefix: prefix, IsActive: true, CreatedAt: s.now()}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_tokens (id, user_id, label, token_prefix, hash, is_active, created_at)
-		VALUES (?, ?, ?, ?, ?, TRUE, ?)`), k.ID, userID, label, prefix, hash, ms(k.CreatedAt))
+	return s.CreateLimitedAPIToken(ctx, userID, label, prefix, hash, perch.APITokenLimits{})
+}
+
+// CreateLimitedAPIToken stores a new active API token of userID, known by
+// its hash, with its expiry and scopes (validated by the caller:
+// perch.ValidateTokenLimits).
+func (s *Store) CreateLimitedAPIToken(ctx context.Context, userID, label, prefix, hash string, lim perch.APITokenLimits) (*perch.APIToken, error) {
+	k := &perch.APIToken{ID: newID(), UserID: userID, Label: label, TokenPrefix: prefix, IsActive: true, CreatedAt: s.now(),
+		ExpiresAt: lim.ExpiresAt, Scopes: lim.Scopes}
+	var expires sql.NullInt64
+	if k.ExpiresAt != nil {
+		expires = sql.NullInt64{Int64: ms(*k.ExpiresAt), Valid: true}
+		*k.ExpiresAt = fromMS(expires.Int64) // as it reads back
+	}
+	var scopes sql.NullString
+	if k.Scopes != nil {
+		scopes = sql.NullString{String: perch.FormatTokenScopes(k.Scopes), Valid: true}
+	}
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_tokens (id, user_id, label, token_prefix, hash, is_active, created_at, expires_at, scopes)
+		VALUES (?, ?, ?, ?, ?, TRUE, ?, ?, ?)`), k.ID, userID, label, prefix, hash, ms(k.CreatedAt), expires, scopes)
 	if err != nil {
 		return nil, err
 	}
@@ -77,26 +112,28 @@ func (s *Store) DeleteAPIToken(ctx context.Context, userID, id string) error {
 const apiTokenPrincipal = `SELECT ` + userColumns + `, ` + apiTokenColumns + `
 	FROM api_tokens k JOIN users u ON u.id = k.user_id WHERE k.hash = ? AND k.is_active AND u.disabled_at IS NULL`
 
-// APITokenPrincipal returns the owner of an active API token and the token,
-// or EUNAUTHORIZED for an unknown or inactive one, or one whose owner is
-// disabled.
+// APITokenPrincipal returns the owner of an active, unexpired API token and
+// the token, or EUNAUTHORIZED for an unknown, inactive or expired one, or
+// one whose owner is disabled.
 func (s *Store) APITokenPrincipal(ctx context.Context, hash string) (*perch.User, *perch.APIToken, error) {
-	var k perch.APIToken
-	var created int64
-	var verified sql.NullInt64
+	var t apiTokenRow
 	st, err := s.prepared(ctx, s.r, apiTokenPrincipal)
 	if err != nil {
 		return nil, nil, err
 	}
-	u, err := scanUser(st.QueryRowContext(ctx, hash), &k.ID, &k.UserID, &k.Label, &k.TokenPrefix, &k.IsActive, &created, &verified)
+	u, err := scanUser(st.QueryRowContext(ctx, hash), t.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, perch.Errorf(perch.EUNAUTHORIZED, "The API token is invalid or inactive, or its account is disabled.")
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	k.CreatedAt, k.LastVerifiedAt = fromMS(created), fromNullMS(verified)
-	return u, &k, nil
+	k := t.token()
+	if k.Expired(s.now()) {
+		return nil, nil, perch.Errorf(perch.EUNAUTHORIZED, "The API token expired at %s; make a new one on the dashboard's API tokens page.",
+			k.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return u, k, nil
 }
 
 // TouchAPIToken records that a token was just used, writing at most once per

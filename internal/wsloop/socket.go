@@ -44,7 +44,7 @@ const (
 )
 
 // closeStatus is how a connection is closed for each reason the hub drops a
-// client; all of them invite the client to reconnect.
+// client; all but 1008 invite the client to reconnect.
 var closeStatus = map[string]int{
 	hub.ReasonSlow:     StatusTryAgainLater,
 	hub.ReasonGrants:   StatusServiceRestart,
@@ -52,15 +52,18 @@ var closeStatus = map[string]int{
 	hub.ReasonLost:     StatusServiceRestart,
 	hub.ReasonRevoked:  StatusPolicy,
 	hub.ReasonExpired:  StatusTokenExpired,
+	// An expired API token is gone for good, as a revoked one is.
+	hub.ReasonTokenExpired: StatusPolicy,
 }
 
 // Session is who an authenticated connection is for.
 type Session struct {
 	Audience              perch.Audience
 	SessionID, APITokenID string
-	// Expires is when the access token the connection was opened with
-	// ends (zero for an API token): the connection ends with it, and the
-	// client renews the token and reconnects.
+	// Expires is when the access or API token the connection was opened
+	// with ends (zero for an API token without expiry): the connection
+	// ends with it, and the client renews an access token and reconnects
+	// (4401); an API token's end is final (1008).
 	Expires time.Time
 }
 

@@ -2,6 +2,9 @@ package storetest_test
 
 import (
 	"context"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +34,7 @@ func TestAPITokenLifecycle(t *testing.T) {
 		if err != nil || len(list) != 2 || list[0].ID != second.ID || list[1].ID != first.ID {
 			t.Fatalf("APITokens = %v, %v; want newest first, only Ada's", list, err)
 		}
-		if *list[1] != *first {
+		if !reflect.DeepEqual(list[1], first) {
 			t.Fatalf("listed %+v, created %+v", list[1], first)
 		}
 
@@ -65,6 +68,55 @@ func TestAPITokenLifecycle(t *testing.T) {
 		}
 		_, _, err = s.APITokenPrincipal(ctx, "hash-1")
 		wantCode(t, err, perch.EUNAUTHORIZED)
+	})
+}
+
+// TestAPITokenLimits: a token's expiry and scopes are kept and read back as
+// made; past its expiry the token no longer authenticates, with a message
+// that says so.
+func TestAPITokenLimits(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		clock := storetest.NewClock()
+		s.Now = clock.Now
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		ends := clock.Now().Add(time.Hour + 1500*time.Microsecond) // kept to the millisecond
+		lim := perch.APITokenLimits{ExpiresAt: &ends, Scopes: []perch.TokenScope{perch.ScopeRead, perch.ScopeSend}}
+		k, err := s.CreateLimitedAPIToken(ctx, ada.ID, "ci", "pat_abcd", "hash-1", lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.ExpiresAt == nil || !k.ExpiresAt.Equal(ends.Truncate(time.Millisecond)) || !slices.Equal(k.Scopes, lim.Scopes) {
+			t.Fatalf("made %+v", k)
+		}
+		plain, _ := s.CreateAPIToken(ctx, ada.ID, "laptop", "pat_efgh", "hash-2")
+		list, err := s.APITokens(ctx, ada.ID)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("APITokens = %v, %v", list, err)
+		}
+		for _, got := range list {
+			want := map[string]*perch.APIToken{k.ID: k, plain.ID: plain}[got.ID]
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("listed %+v, made %+v", got, want)
+			}
+		}
+		if plain.ExpiresAt != nil || plain.Scopes != nil {
+			t.Errorf("a token without limits: %+v", plain)
+		}
+		_, p, err := s.APITokenPrincipal(ctx, "hash-1")
+		if err != nil || !reflect.DeepEqual(p, k) {
+			t.Fatalf("APITokenPrincipal = %+v, %v", p, err)
+		}
+		clock.Advance(k.ExpiresAt.Sub(clock.Now()))
+		_, _, err = s.APITokenPrincipal(ctx, "hash-1")
+		wantCode(t, err, perch.EUNAUTHORIZED)
+		if msg := perch.ErrorMessage(err); !strings.Contains(msg, "expired") {
+			t.Errorf("expired token: %q does not say it expired", msg)
+		}
+		if _, _, err := s.APITokenPrincipal(ctx, "hash-2"); err != nil {
+			t.Errorf("the token without expiry: %v", err)
+		}
 	})
 }
 

@@ -321,3 +321,16 @@ for (const row of document.querySelectorAll("[data-add-step]")) {
     status.textContent = "Added: " + choice.selectedOptions[0].textContent + ".";
   });
 }
+
+// The API tokens form: the expiry date counts only with "On a date…", so
+// it is shown only then (without the script it is always there).
+for (const sel of document.querySelectorAll("select[name=expiry]")) {
+  const box = sel.form.querySelector("[data-expiry-date]");
+  if (!box) continue;
+  const show = () => {
+    box.hidden = sel.value !== "date";
+    box.querySelector("input").required = sel.value === "date";
+  };
+  sel.addEventListener("change", show);
+  show();
+}
