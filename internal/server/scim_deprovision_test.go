@@ -290,3 +290,30 @@ func (a *api) scimAuditsOf(action, userID string) []*perch.AuditEntry {
 	}
 	return out
 }
+
+// TestSCIMDeletedAccountCannotSignInWithAProvider: signing in with GitHub
+// to an account its organisation's identity provider deleted is refused,
+// saying who disabled it, and sets no session.
+func TestSCIMDeletedAccountCannotSignInWithAProvider(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a, p := newOAuthAPI(t, s)
+		p.github.SignInAs(githubUser(10, "zed", "zed@example.com", true))
+		b := a.browser()
+		res, _ := b.signIn("/api/v1/auth/github")
+		access := b.landed(res, "/notifications")
+		me := b.me(access)
+		zed := &account{ID: me["id"].(string), Email: "zed@example.com", OrgID: me["org_id"].(string), Access: access}
+		idp := a.scimClient(zed, "test", "example.com")
+		idp.do("DELETE", "/scim/v2/Users/"+zed.ID, nil).want(t, 204)
+
+		b = a.browser()
+		res, _ = b.signIn("/api/v1/auth/github")
+		if msg := refused(t, res, "/signin"); !strings.Contains(msg, "identity provider") {
+			t.Errorf("refused with %q", msg)
+		}
+		if b.session() != "" {
+			t.Error("a deleted account got a session")
+		}
+	})
+}
