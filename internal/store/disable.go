@@ -42,9 +42,11 @@ func (s *Store) disableUser(ctx context.Context, tx *sql.Tx, userID, by string, 
 
 // enableUser lifts the disable of userID: any disable when by is
 // DisabledByAdmin, else (the identity provider) only its own, leaving a
-// platform admin's in place.
+// platform admin's in place. An account enabled again is under its
+// identity provider's management again: a SCIM deletion is lifted with
+// the disable, so that the provider sees (and can deprovision) it.
 func (s *Store) enableUser(ctx context.Context, tx *sql.Tx, userID, by string, now int64) error {
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '', updated_at = ?
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '', scim_deleted_at = NULL, updated_at = ?
 		WHERE id = ? AND disabled_at IS NOT NULL AND (? OR disabled_by = ?)`), now, userID, by == DisabledByAdmin, DisabledBySCIM)
 	return err
 }

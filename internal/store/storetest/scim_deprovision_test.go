@@ -189,6 +189,14 @@ func TestSCIMRestore(t *testing.T) {
 		wantCode(t, err, perch.ECONFLICT)
 		_, err = s.SCIMUser(ctx, ada.OrgID, bob.ID)
 		wantCode(t, err, perch.ENOTFOUND)
+		// Enabled by the platform admin, the member is the provider's to
+		// see and deprovision again.
+		if _, err := s.UpdateUserAsAdmin(ctx, bob.ID, perch.AdminUserUpdate{Disabled: ptr(false)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.SCIMUser(ctx, ada.OrgID, bob.ID); err != nil || got.Disabled {
+			t.Fatalf("after the admin's enable: %+v, %v", got, err)
+		}
 		if n := orgCount(t, s); n != orgs {
 			t.Errorf("%d organisations after the restores, %d before", n, orgs)
 		}
