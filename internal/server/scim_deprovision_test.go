@@ -230,8 +230,9 @@ func TestSCIMDeactivationIsADisable(t *testing.T) {
 // TestSCIMRestoreStaysInItsOrganisation: a POST of an address whose
 // account another organisation's provider deleted is 409, and restores
 // nothing; a restore of an account a platform admin disabled is 409 and
-// leaves it deleted; restoring by externalId takes the new address, as
-// the provider's assertion.
+// leaves it deleted, until the admin's enable gives it back to the
+// provider; restoring by externalId takes the new address, as the
+// provider's assertion.
 func TestSCIMRestoreStaysInItsOrganisation(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
@@ -249,7 +250,13 @@ func TestSCIMRestoreStaysInItsOrganisation(t *testing.T) {
 		expect(t, a.call("PATCH", "/api/v1/admin/users/"+id, root.Access, map[string]bool{"disabled": true}), 200)
 		ours.do("POST", "/scim/v2/Users", newUser("cy@example.com")).want(t, 409)
 		ours.do("GET", "/scim/v2/Users/"+id, nil).want(t, 404)
+		// The admin's enable gives the account back to the provider, which
+		// sees it (and deletes it again).
 		expect(t, a.call("PATCH", "/api/v1/admin/users/"+id, root.Access, map[string]bool{"disabled": false}), 200)
+		if got := ours.do("GET", "/scim/v2/Users/"+id, nil).want(t, 200); got.Body["active"] != true {
+			t.Errorf("after the admin's enable: %s", got.Raw)
+		}
+		ours.do("DELETE", "/scim/v2/Users/"+id, nil).want(t, 204)
 
 		moved := ours.do("POST", "/scim/v2/Users", newUser("cyril@example.com", "externalId", "ext-cy@example.com")).want(t, 201)
 		if moved.str("id") != id || moved.str("emails.0.value") != "cyril@example.com" {
