@@ -102,7 +102,8 @@ const (
 	AuditSCIMUserUpdated     = "scim.user.updated"            // changed its names, addresses or ids
 	AuditSCIMUserDeactivated = "scim.user.deactivated"        // deactivated it: every sign-in ended
 	AuditSCIMUserReactivated = "scim.user.reactivated"        // lifted its deactivation
-	AuditSCIMUserDeleted     = "scim.user.deleted"            // took it out of the organisation
+	AuditSCIMUserDeleted     = "scim.user.deleted"            // deprovisioned it: disabled, kept in the organisation, no longer shown to SCIM
+	AuditSCIMUserRestored    = "scim.user.restored"           // a POST brought a deleted one back: the same account
 	AuditSCIMRefused         = "scim.user.refused"            // asked for what it may not do: a platform admin, an address outside the verified domains
 	AuditCheckoutStarted     = "billing.checkout_started"     // an owner or admin went to the provider's checkout
 	AuditSubscriptionChanged = "billing.subscription_changed" // a provider's event changed the subscription

@@ -14,6 +14,10 @@ type Member struct {
 	Role     string    `json:"role"`
 	JoinedAt time.Time `json:"joined_at"`
 	Teams    []TeamRef `json:"teams"`
+	// Disabled: the account is disabled (by a platform admin, or by the
+	// organisation's identity provider deactivating or deleting it); it
+	// stays a member and cannot sign in.
+	Disabled bool `json:"disabled"`
 }
 
 // TeamRef names a team.

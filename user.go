@@ -32,6 +32,9 @@ type User struct {
 	// LastSeenAt is when the user last signed in, renewed a sign-in or was
 	// authenticated, to the minute; nil until then. Admins see it.
 	LastSeenAt *time.Time `json:"-"`
+	// Disabled: a platform admin or the organisation's identity provider
+	// disabled the account, which nothing signs in to or resets then.
+	Disabled bool `json:"-"`
 }
 
 // IsOrgAdmin reports whether u may manage their organisation.

@@ -41,8 +41,9 @@ func (s *Server) mailEmailToken(ctx context.Context, u *perch.User, kind, to str
 	return nil
 }
 
-// forgotPassword mails a reset link when the address has an account, and
-// answers 202 either way, so it reveals nothing about who has one.
+// forgotPassword mails a reset link when the address has an enabled
+// account, and answers 202 either way, so it reveals nothing about who has
+// one, or whose is disabled.
 func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Email string `json:"email"`
@@ -57,6 +58,12 @@ func (s *Server) forgotPassword(w http.ResponseWriter, r *http.Request) error {
 	u, _, err := s.accountDB.UserCredentials(r.Context(), in.Email)
 	switch perch.ErrorCode(err) {
 	case "":
+		if u.Disabled {
+			// As for an address without an account: nothing is mailed and
+			// the answer is the same, so it tells nobody the account is
+			// there, disabled. Its reset links are refused anyway.
+			break
+		}
 		if err := s.mailEmailToken(r.Context(), u, perch.EmailPasswordReset, u.Email); err != nil {
 			return err
 		}

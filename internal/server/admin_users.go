@@ -134,11 +134,11 @@ func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	before, after := c.Before, c.After
-	if after.Disabled && (!before.Disabled || len(c.Sessions) > 0) {
-		s.revoked(ctx, id, c.Sessions, c.APITokens)
-	}
-	if before.Disabled != after.Disabled {
-		s.tokensChanged(ctx) // the webhook tokens they made stop, or work again
+	switch {
+	case after.Disabled:
+		s.userDisabled(ctx, id, c.Sessions, c.APITokens)
+	case before.Disabled:
+		s.tokensChanged(ctx) // the webhook tokens they made work again
 	}
 	changes := map[string]any{}
 	if before.Disabled != after.Disabled {
@@ -160,4 +160,16 @@ func (s *Server) adminUpdateUser(w http.ResponseWriter, r *http.Request) error {
 			Changes: map[string]any{"via": "admin", "email": after.Email}})
 	}
 	return respond(w, http.StatusOK, s.adminView(after))
+}
+
+// userDisabled carries out, on every instance, what disabling userID ends
+// beyond the store's transaction (which ended the sign-ins and answered
+// them with the API tokens now refused): the WebSockets those opened
+// close, and every instance looks webhook tokens up afresh, so that those
+// the user made stop at once. It is the one way a disable takes effect,
+// whoever disabled: a platform admin, or the organisation's identity
+// provider deactivating or deleting the member.
+func (s *Server) userDisabled(ctx context.Context, userID string, sessions, apiTokens []string) {
+	s.revoked(ctx, userID, sessions, apiTokens)
+	s.tokensChanged(ctx)
 }

@@ -31,6 +31,7 @@ type scimReplay struct {
 	idp     *scimIdP
 	sockets []*wsConn
 	token   string // the member's API token
+	hook    string // a webhook token the member made
 }
 
 // newSCIMReplay is the organisation of a replay, which has verified the
@@ -66,6 +67,7 @@ func (r *scimReplay) connect(login, email string) {
 	access := r.signIn(login, email)
 	res := expect(r.t, r.a.call("POST", "/api/v1/tokens", access, map[string]string{"label": "laptop"}), 201)
 	r.token = res.Data()["raw_token"].(string)
+	r.hook = r.a.webhookToken(&account{Access: access}, "user", "")
 	r.sockets = []*wsConn{dial(r.t, r.ts, access, ""), dial(r.t, r.ts, r.token, "")}
 	for _, c := range r.sockets {
 		c.ready()
@@ -73,7 +75,8 @@ func (r *scimReplay) connect(login, email string) {
 }
 
 // cutOff checks that every WebSocket of the member closed (1008) and that
-// their API token is refused, as is a new SAML sign-in.
+// their API token and the webhook token they made are refused, as is a new
+// SAML sign-in, with a message naming the identity provider.
 func (r *scimReplay) cutOff(login string) {
 	r.t.Helper()
 	for _, c := range r.sockets {
@@ -82,8 +85,9 @@ func (r *scimReplay) cutOff(login string) {
 		}
 	}
 	expect(r.t, r.a.call("GET", "/api/v1/users/me", r.token, nil), 401)
+	expect(r.t, r.a.call("POST", "/webhooks/inbound?token="+r.hook, "", map[string]string{"title": "cut off"}), 401)
 	b := samltest.NewBrowser(r.t)
-	refusedWith(r.t, b.Submit(r.samlEnv.idp.SignIn(b, r.loginURL(""), login, "idp password")), "")
+	refusedWith(r.t, b.Submit(r.samlEnv.idp.SignIn(b, r.loginURL(""), login, "idp password")), "identity provider")
 }
 
 // audited checks that the log holds action about userID, by the SCIM
@@ -188,30 +192,47 @@ func TestSCIMFixtureReplayOkta(t *testing.T) {
 		r.signIn("test.user", "test.user@okta.local")
 		r.auditedSCIM(perch.AuditSCIMUserReactivated, id)
 
-		r.remove(id)
+		r.remove(id, "test.user", scimFixture(t, "okta/create_user.request.json"))
 	})
 }
 
-// remove has the identity provider delete the member, and checks they
-// are gone from the organisation with every credential they had in it.
-func (r *scimReplay) remove(id string) {
+// remove has the identity provider delete the member: the account is
+// disabled and stays in the organisation, gone from SCIM's view (404),
+// with every credential refused as on deactivation; no organisation is
+// made. Then the provider's create request, replayed, restores the same
+// account, which signs in through SAML again.
+func (r *scimReplay) remove(id, login string, create []byte) {
 	r.t.Helper()
+	orgs := r.a.orgCount()
 	r.sockets = []*wsConn{dial(r.t, r.ts, r.token, "")}
 	r.sockets[0].ready()
 	if ans := r.idp.do("DELETE", "/scim/v2/Users/"+id, nil).want(r.t, 204); ans.Raw != "" {
 		r.t.Errorf("204 with a body: %s", ans.Raw)
 	}
-	if got := r.sockets[0].closeStatus(); got != websocket.StatusPolicyViolation {
-		r.t.Fatalf("the WebSocket closed with %v, want %v", got, websocket.StatusPolicyViolation)
-	}
-	expect(r.t, r.a.call("GET", "/api/v1/users/me", r.token, nil), 401)
+	r.cutOff(login)
 	r.idp.do("GET", "/scim/v2/Users/"+id, nil).want(r.t, 404)
 	r.idp.do("DELETE", "/scim/v2/Users/"+id, nil).want(r.t, 404)
 	u, err := r.a.store.User(r.t.Context(), id)
-	if err != nil || u.OrgID == r.owner.OrgID {
-		r.t.Fatalf("after removal the account is %+v, %v", u, err)
+	if err != nil || u.OrgID != r.owner.OrgID || !u.Disabled {
+		r.t.Fatalf("after the deletion the account is %+v, %v", u, err)
+	}
+	if n := r.a.orgCount(); n != orgs {
+		r.t.Errorf("%d organisations after the deletion, %d before", n, orgs)
 	}
 	r.auditedSCIM(perch.AuditSCIMUserDeleted, id)
+
+	back := r.idp.do("POST", "/scim/v2/Users", create).want(r.t, 201)
+	if back.str("id") != id || back.Body["active"] != true {
+		r.t.Fatalf("the create replayed after the deletion: %s", back.Raw)
+	}
+	expect(r.t, r.a.call("GET", "/api/v1/users/me", r.token, nil), 200)
+	email := back.str("emails.0.value")
+	r.samlEnv.idp.AddUser(login, "idp password", email, "At the IdP")
+	r.signIn(login, email)
+	r.auditedSCIM(perch.AuditSCIMUserRestored, id)
+	if n := r.a.orgCount(); n != orgs {
+		r.t.Errorf("%d organisations after the restore, %d before", n, orgs)
+	}
 }
 
 // TestSCIMFixtureReplayEntra plays Microsoft Entra's provisioning: the
@@ -293,7 +314,7 @@ func TestSCIMFixtureReplayEntra(t *testing.T) {
 		}
 		expect(t, r.a.call("GET", "/api/v1/users/me", r.token, nil), 200)
 
-		r.remove(id)
+		r.remove(id, "test_user", scimFixture(t, "entra/create_user.request.json"))
 	})
 }
 

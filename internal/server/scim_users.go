@@ -19,6 +19,7 @@ import (
 type scimStore interface {
 	CreateSCIMUser(ctx context.Context, orgID string, w store.SCIMWrite) (*store.SCIMUser, error)
 	DeleteSCIMUser(ctx context.Context, orgID, userID string, check func(*store.SCIMUser) error) (*store.SCIMChange, error)
+	RestoreSCIMUser(ctx context.Context, orgID string, w store.SCIMWrite, change func(*store.SCIMUser) (store.SCIMWrite, error)) (*store.SCIMChange, error)
 	SCIMTokenOrg(ctx context.Context, hash string) (string, error)
 	SCIMUser(ctx context.Context, orgID, userID string) (*store.SCIMUser, error)
 	SCIMUsers(ctx context.Context, orgID string, conds []store.SCIMCondition, offset, limit int) ([]*store.SCIMUser, int, error)
@@ -257,7 +258,9 @@ func (s *Server) scimGetUser(w http.ResponseWriter, r *http.Request, c *scimCall
 }
 
 // scimCreateUser serves POST /Users: a new account in the organisation,
-// a member, who signs in through its single sign-on.
+// a member, who signs in through its single sign-on; or, when the
+// organisation's identity provider deleted that member before, the same
+// account restored.
 func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request, c *scimCall) error {
 	u, err := decodeSCIMUser(r)
 	if err != nil {
@@ -266,6 +269,9 @@ func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request, c *scimC
 	write, err := scimWrite(u)
 	if err != nil {
 		return err
+	}
+	if restored, err := s.scimRestore(w, r, c, write); restored || err != nil {
+		return err // a member SCIM deleted is back (scim_deprovision.go)
 	}
 	if err := s.idpMayCreate(r.Context(), c.orgID, write.Email); err != nil {
 		s.scimRefused(r, c, "", write.Email, err)
@@ -310,7 +316,8 @@ func (s *Server) scimPatchUser(w http.ResponseWriter, r *http.Request, c *scimCa
 
 // scimUpdate changes the member to what change makes of them, in the
 // store's transaction, and carries out what follows: a deactivation closes
-// their WebSockets on every instance and stops their webhook tokens; the
+// their WebSockets on every instance and stops their webhook tokens, as a
+// platform admin's disable does (userDisabled); the
 // change is audited. A platform admin, or a new address outside the
 // organisation's verified domains, is refused (and audited).
 func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall, change func(*store.SCIMUser) (scim.User, error)) error {
@@ -346,12 +353,7 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 		return err
 	}
 	before, after := ch.Before, ch.After
-	if after.Disabled {
-		s.revoked(r.Context(), after.ID, ch.Sessions, ch.APITokens)
-	}
-	if before.Disabled != after.Disabled {
-		s.tokensChanged(r.Context()) // the webhook tokens they made stop, or work again
-	}
+	s.scimActiveChanged(r.Context(), ch)
 	if !strings.EqualFold(before.Email, after.Email) {
 		s.syncListedAdmin(r, after.ID) // a new address is asserted, not proven
 	}
@@ -379,33 +381,6 @@ func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request, c *scimCall,
 		s.audit(r, perch.AuditEntry{Action: action, Actor: c.actor, OrgID: c.orgID, Target: userTarget(after.ID), Changes: changes})
 	}
 	return s.answerUser(w, http.StatusOK, after)
-}
-
-// scimDeleteUser serves DELETE /Users/{id}: the member leaves the
-// organisation as if removed by an owner, and every sign-in and API token
-// of theirs ends now, their WebSockets on every instance with it.
-func (s *Server) scimDeleteUser(w http.ResponseWriter, r *http.Request, c *scimCall) error {
-	var refused *store.SCIMUser
-	ch, err := s.scimDB.DeleteSCIMUser(r.Context(), c.orgID, r.PathValue("id"), func(su *store.SCIMUser) error {
-		if err := s.idpMayManage(scimAccount(su)); err != nil {
-			refused = su
-			return err
-		}
-		return ifMatch(r, su)
-	})
-	if err != nil {
-		if refused != nil {
-			s.scimRefused(r, c, refused.ID, refused.Email, err)
-		}
-		return err
-	}
-	id := ch.Before.ID
-	s.revoked(r.Context(), id, ch.Sessions, ch.APITokens)
-	s.grantsChanged(r.Context(), id) // which drops the webhook tokens' cache too
-	s.audit(r, perch.AuditEntry{Action: perch.AuditSCIMUserDeleted, Actor: c.actor, OrgID: c.orgID, Target: userTarget(id),
-		Changes: map[string]any{"email": ch.Before.Email, "userName": ch.Before.UserName}})
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // scimAccount is the account of a SCIM user, as far as who is a platform

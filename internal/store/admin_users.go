@@ -134,23 +134,22 @@ func (s *Store) UpdateUserAsAdmin(ctx context.Context, id string, upd perch.Admi
 				return err
 			}
 		}
-		if next.Disabled != c.Before.Disabled || next.Granted != c.Before.Granted {
-			// disabled_at keeps when the user was first disabled.
-			// An admin's disable is theirs to lift: an identity provider
-			// (SCIM) lifts only its own.
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET is_admin = ?, updated_at = ?,
-				disabled_at = CASE WHEN ? THEN COALESCE(disabled_at, ?) ELSE NULL END,
-				disabled_by = CASE WHEN ? THEN 'admin' ELSE '' END WHERE id = ?`),
-				next.Granted, now, next.Disabled, now, next.Disabled, id)
+		if next.Granted != c.Before.Granted {
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET is_admin = ?, updated_at = ? WHERE id = ?`), next.Granted, now, id)
 			if err := expectOne(res, err, "User"); err != nil {
 				return err
 			}
 		}
-		if next.Disabled {
-			if c.Sessions, err = s.revokeSessions(ctx, tx, id, "", now); err != nil {
+		switch {
+		case upd.Disabled != nil && *upd.Disabled:
+			// Again when already disabled: a platform admin's disable stands
+			// against the identity provider's enable, and any sign-in that
+			// slipped in ends.
+			if c.Sessions, c.APITokens, err = s.disableUser(ctx, tx, id, DisabledByAdmin, now); err != nil {
 				return err
 			}
-			if c.APITokens, err = column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM api_tokens WHERE user_id = ? AND is_active`), id)); err != nil {
+		case upd.Disabled != nil && c.Before.Disabled:
+			if err := s.enableUser(ctx, tx, id, DisabledByAdmin, now); err != nil {
 				return err
 			}
 		}
@@ -218,16 +217,15 @@ func (s *Store) TouchUser(ctx context.Context, userID string) error {
 	return s.seen(ctx, s.w, userID, s.now())
 }
 
-// disabledOrMissing explains why userID cannot sign in: errDisabled, or
+// disabledOrMissing explains why userID cannot sign in: disabledError, or
 // ENOTFOUND when there is no such user.
 func (s *Store) disabledOrMissing(ctx context.Context, tx *sql.Tx, userID string) error {
-	var disabled bool
-	err := tx.QueryRowContext(ctx, s.q(`SELECT disabled_at IS NOT NULL FROM users WHERE id = ?`), userID).Scan(&disabled)
+	disabled, by, err := s.disabledBy(ctx, tx, userID)
 	if err != nil {
-		return notFound(err, "User")
+		return err
 	}
 	if disabled {
-		return errDisabled
+		return disabledError(by)
 	}
 	return perch.Errorf(perch.ENOTFOUND, "User not found.")
 }

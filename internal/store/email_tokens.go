@@ -78,7 +78,8 @@ func (s *Store) VerifyEmail(ctx context.Context, hash string) (*perch.User, erro
 
 // ResetPassword spends a password-reset token, sets the new password hash and
 // signs out every session of the user, returning the ids of the sessions it
-// ended. A link sent to an address the user no longer has is EBADREQUEST.
+// ended. A link sent to an address the user no longer has is EBADREQUEST;
+// a disabled account's link EFORBIDDEN, and it is not spent.
 func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*perch.User, []string, error) {
 	var userID string
 	var revoked []string
@@ -88,10 +89,19 @@ func (s *Store) ResetPassword(ctx context.Context, hash, passwordHash string) (*
 		if userID, _, email, err = s.spendEmailToken(ctx, tx, hash, perch.EmailPasswordReset); err != nil {
 			return err
 		}
+		// A disabled account is not reset, whenever its link was mailed:
+		// the same refusal as its sign-in.
+		if disabled, by, err := s.disabledBy(ctx, tx, userID); err != nil || disabled {
+			if err == nil {
+				err = disabledError(by)
+			}
+			return err
+		}
 		now := ms(s.now())
 		// A link mailed to an address the user has since given up is dead;
 		// one that came back from the address proves its mailbox.
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, email_verified = TRUE, updated_at = ? WHERE id = ? AND email_norm = ?`),
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET password_hash = ?, email_verified = TRUE, updated_at = ?
+			WHERE id = ? AND email_norm = ? AND disabled_at IS NULL`),
 			passwordHash, now, userID, perch.NormalizeEmail(email))
 		if err := expectOne(res, err, "User"); err != nil {
 			return errBadEmailLink
@@ -124,7 +134,8 @@ func (s *Store) EmailInUse(ctx context.Context, email string) (bool, error) {
 }
 
 // EmailTokenOwner returns the user of a live token of kind without spending
-// it, or EBADREQUEST.
+// it, or EBADREQUEST; a password-reset link of a disabled account is
+// EFORBIDDEN, as ResetPassword refuses it.
 func (s *Store) EmailTokenOwner(ctx context.Context, hash, kind string) (*perch.User, error) {
 	var userID string
 	err := s.r.QueryRowContext(ctx, s.q(`SELECT user_id FROM email_tokens WHERE hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ?`),
@@ -134,6 +145,14 @@ func (s *Store) EmailTokenOwner(ctx context.Context, hash, kind string) (*perch.
 	}
 	if err != nil {
 		return nil, err
+	}
+	if kind == perch.EmailPasswordReset {
+		if disabled, by, err := s.disabledBy(ctx, s.r, userID); err != nil || disabled {
+			if err == nil {
+				err = disabledError(by)
+			}
+			return nil, err
+		}
 	}
 	return s.User(ctx, userID)
 }

@@ -17,7 +17,7 @@ func (s *Store) RenameOrg(ctx context.Context, orgID, name string) (*perch.Org, 
 	return s.Org(ctx, orgID)
 }
 
-const memberColumns = `u.id, u.name, u.email, u.org_role, u.joined_at`
+const memberColumns = `u.id, u.name, u.email, u.org_role, u.joined_at, u.disabled_at IS NOT NULL`
 
 // Members lists an organisation's members, oldest first, each with their teams.
 func (s *Store) Members(ctx context.Context, orgID string) ([]*perch.Member, error) {
@@ -62,7 +62,7 @@ func (s *Store) Members(ctx context.Context, orgID string) ([]*perch.Member, err
 func scanMember(row interface{ Scan(...any) error }) (*perch.Member, error) {
 	var m perch.Member
 	var joined int64
-	if err := row.Scan(&m.ID, &m.Name, &m.Email, &m.Role, &joined); err != nil {
+	if err := row.Scan(&m.ID, &m.Name, &m.Email, &m.Role, &joined, &m.Disabled); err != nil {
 		return nil, err
 	}
 	m.JoinedAt, m.Teams = fromMS(joined), []perch.TeamRef{}
@@ -154,8 +154,8 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 
 // moveUser puts a user into another organisation with role, dropping their
 // team memberships in the one they leave and what its identity provider
-// kept of them (SCIM), with a deactivation of its making: the organisation
-// no longer governs the account.
+// kept of them (SCIM), with a deactivation or deletion of its making: the
+// organisation no longer governs the account.
 func (s *Store) moveUser(ctx context.Context, tx *sql.Tx, userID, fromOrg, toOrg, role string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM team_members WHERE user_id = ? AND team_id IN (SELECT id FROM teams WHERE org_id = ?)`),
 		userID, fromOrg); err != nil {
@@ -164,12 +164,11 @@ func (s *Store) moveUser(ctx context.Context, tx *sql.Tx, userID, fromOrg, toOrg
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM scim_users WHERE user_id = ?`), userID); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '' WHERE id = ? AND disabled_by = ?`),
-		userID, DisabledBySCIM); err != nil {
+	if err := s.enableUser(ctx, tx, userID, DisabledBySCIM, ms(s.now())); err != nil {
 		return err
 	}
 	now := ms(s.now())
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET org_id = ?, org_role = ?, joined_at = ?, updated_at = ? WHERE id = ?`),
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET org_id = ?, org_role = ?, joined_at = ?, updated_at = ?, scim_deleted_at = NULL WHERE id = ?`),
 		toOrg, role, now, now, userID)
 	return expectOne(res, err, "User")
 }

@@ -76,10 +76,6 @@ type SCIMCondition struct {
 	Bool   bool
 }
 
-// DisabledBySCIM marks an account that its organisation's identity
-// provider deactivated.
-const DisabledBySCIM = "scim"
-
 const scimUserColumns = `u.id, u.org_id, u.org_role, u.email, u.name, u.disabled_at IS NOT NULL, u.disabled_by, u.is_admin, u.email_verified,
 	su.user_id IS NOT NULL, COALESCE(su.user_name, u.email), COALESCE(su.external_id, ''), COALESCE(su.attributes, ''),
 	COALESCE(su.created_at, u.created_at), u.updated_at, COALESCE(su.updated_at, 0)`
@@ -115,7 +111,7 @@ func scimCondition(c SCIMCondition) (string, any) {
 // order they joined Perch, skipping offset and answering at most limit,
 // with how many meet them in all.
 func (s *Store) SCIMUsers(ctx context.Context, orgID string, conds []SCIMCondition, offset, limit int) ([]*SCIMUser, int, error) {
-	where, args := ` WHERE u.org_id = ?`, []any{orgID}
+	where, args := ` WHERE u.org_id = ? AND u.scim_deleted_at IS NULL`, []any{orgID}
 	for _, c := range conds {
 		sql, arg := scimCondition(c)
 		where += ` AND ` + sql
@@ -146,13 +142,13 @@ func (s *Store) SCIMUsers(ctx context.Context, orgID string, conds []SCIMConditi
 }
 
 // SCIMUser answers the member userID of orgID, or ENOTFOUND (also when the
-// user is in another organisation).
+// user is in another organisation, or was deleted through SCIM).
 func (s *Store) SCIMUser(ctx context.Context, orgID, userID string) (*SCIMUser, error) {
 	return s.scimUser(ctx, s.r, orgID, userID)
 }
 
 func (s *Store) scimUser(ctx context.Context, db querier, orgID, userID string) (*SCIMUser, error) {
-	u, err := scanSCIMUser(db.QueryRowContext(ctx, s.q(`SELECT `+scimUserColumns+scimUserFrom+` WHERE u.id = ? AND u.org_id = ?`), userID, orgID))
+	u, err := scanSCIMUser(db.QueryRowContext(ctx, s.q(`SELECT `+scimUserColumns+scimUserFrom+` WHERE u.id = ? AND u.org_id = ? AND u.scim_deleted_at IS NULL`), userID, orgID))
 	return u, notFound(err, "User")
 }
 
@@ -251,60 +247,18 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 
 // UpdateSCIMUser changes the member userID of orgID to what change makes
 // of it (a replace or a patch, run in the transaction so that two at once
-// cannot lose one). Deactivating ends every session of the user in the
-// same transaction and answers them and the user's API tokens, for their
-// WebSockets; reactivating lifts only a SCIM deactivation (an account a
-// platform admin disabled is ECONFLICT). A new address is the
-// organisation's assertion: the account's mailbox is no longer proven.
-// A role in w changes the member's, except that the last owner cannot be
-// demoted (ECONFLICT, and nothing changes). Taken names are as for
-// CreateSCIMUser.
+// cannot lose one). Deactivating disables the account as a platform admin
+// does (disableUser: every session ends in the same transaction) and
+// answers the sessions and active API tokens, for their WebSockets;
+// reactivating lifts only a SCIM deactivation (an account a platform admin
+// disabled is ECONFLICT). A new address is the organisation's assertion:
+// the account's mailbox is no longer proven. A role in w changes the
+// member's, except that the last owner cannot be demoted (ECONFLICT, and
+// nothing changes). Taken names are as for CreateSCIMUser.
 func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change func(*SCIMUser) (SCIMWrite, error)) (*SCIMChange, error) {
-	c := &SCIMChange{}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		before, err := s.lockedSCIMUser(ctx, tx, orgID, userID)
-		if err != nil {
-			return err
-		}
-		c.Before = before
-		w, err := change(before)
-		if err != nil {
-			return err
-		}
-		if err := s.scimUnique(ctx, tx, orgID, userID, w); err != nil {
-			return err
-		}
-		if w.Active && before.Disabled && before.DisabledBy != DisabledBySCIM {
-			return perch.Errorf(perch.ECONFLICT, "A platform admin disabled this account; only a platform admin can enable it again.")
-		}
-		now := ms(s.now())
-		moved := perch.NormalizeEmail(w.Email) != perch.NormalizeEmail(before.Email)
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, name = ?, updated_at = ?,
-			email_verified = CASE WHEN ? THEN FALSE ELSE email_verified END,
-			email_asserted_by = CASE WHEN ? THEN ? ELSE email_asserted_by END,
-			disabled_at = CASE WHEN ? THEN NULL ELSE COALESCE(disabled_at, ?) END,
-			disabled_by = CASE WHEN ? THEN '' WHEN disabled_at IS NULL THEN ? ELSE disabled_by END
-			WHERE id = ?`),
-			strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), now,
-			moved, moved, orgID, w.Active, now, w.Active, DisabledBySCIM, userID)
-		if isUniqueViolation(err) {
-			return errSCIMTaken("emails", "An account with this e-mail address already exists.")
-		}
-		if err := expectOne(res, err, "User"); err != nil {
-			return err
-		}
-		if err := s.putSCIMRecord(ctx, tx, orgID, userID, w, now); err != nil {
-			return err
-		}
-		if err := s.setSCIMRole(ctx, tx, before, w.Role, now); err != nil {
-			return err
-		}
-		if !w.Active {
-			if c.Sessions, c.APITokens, err = s.endSignIns(ctx, tx, userID, now); err != nil {
-				return err
-			}
-		}
-		c.After, err = s.scimUser(ctx, tx, orgID, userID)
+	var c *SCIMChange
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		c, err = s.updateSCIMUser(ctx, tx, orgID, userID, change)
 		return err
 	})
 	if err != nil {
@@ -313,41 +267,54 @@ func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change
 	return c, nil
 }
 
-// DeleteSCIMUser takes the member userID out of orgID, as removing a
-// member does (they keep their account, in an organisation of their own),
-// after check approves the member as it stands (the caller's If-Match).
-// Every session of theirs ends and their API tokens are deleted: both were
-// for their work in orgID. (moveUser lifts a SCIM deactivation.)
-func (s *Store) DeleteSCIMUser(ctx context.Context, orgID, userID string, check func(*SCIMUser) error) (*SCIMChange, error) {
+// updateSCIMUser is UpdateSCIMUser in tx.
+func (s *Store) updateSCIMUser(ctx context.Context, tx *sql.Tx, orgID, userID string, change func(*SCIMUser) (SCIMWrite, error)) (*SCIMChange, error) {
 	c := &SCIMChange{}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if c.Before, err = s.lockedSCIMUser(ctx, tx, orgID, userID); err != nil {
-			return err
-		}
-		if err := check(c.Before); err != nil {
-			return err
-		}
-		if err := s.keepsAnOwner(ctx, tx, orgID, userID); err != nil {
-			return err
-		}
-		now := ms(s.now())
-		if c.Sessions, c.APITokens, err = s.endSignIns(ctx, tx, userID, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM api_tokens WHERE user_id = ?`), userID); err != nil {
-			return err
-		}
-		newOrg, err := s.createOrg(ctx, tx, perch.OrgNameFor(c.Before.Name), s.now())
-		if err != nil {
-			return err
-		}
-		return s.moveUser(ctx, tx, userID, orgID, newOrg, perch.RoleOwner)
-	})
+	before, err := s.lockedSCIMUser(ctx, tx, orgID, userID)
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	c.Before = before
+	w, err := change(before)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.scimUnique(ctx, tx, orgID, userID, w); err != nil {
+		return nil, err
+	}
+	if w.Active && before.Disabled && before.DisabledBy != DisabledBySCIM {
+		return nil, perch.Errorf(perch.ECONFLICT, "A platform admin disabled this account; only a platform admin can enable it again.")
+	}
+	now := ms(s.now())
+	moved := perch.NormalizeEmail(w.Email) != perch.NormalizeEmail(before.Email)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET email = ?, email_norm = ?, name = ?, updated_at = ?,
+		email_verified = CASE WHEN ? THEN FALSE ELSE email_verified END,
+		email_asserted_by = CASE WHEN ? THEN ? ELSE email_asserted_by END
+		WHERE id = ?`),
+		strings.TrimSpace(w.Email), perch.NormalizeEmail(w.Email), strings.TrimSpace(w.Name), now,
+		moved, moved, orgID, userID)
+	if isUniqueViolation(err) {
+		return nil, errSCIMTaken("emails", "An account with this e-mail address already exists.")
+	}
+	if err := expectOne(res, err, "User"); err != nil {
+		return nil, err
+	}
+	if err := s.putSCIMRecord(ctx, tx, orgID, userID, w, now); err != nil {
+		return nil, err
+	}
+	if err := s.setSCIMRole(ctx, tx, before, w.Role, now); err != nil {
+		return nil, err
+	}
+	if w.Active {
+		err = s.enableUser(ctx, tx, userID, DisabledBySCIM, now)
+	} else {
+		c.Sessions, c.APITokens, err = s.disableUser(ctx, tx, userID, DisabledBySCIM, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.After, err = s.scimUser(ctx, tx, orgID, userID)
+	return c, err
 }
 
 // lockedSCIMUser reads the member for an update in tx, holding its row on
@@ -359,16 +326,6 @@ func (s *Store) lockedSCIMUser(ctx context.Context, tx *sql.Tx, orgID, userID st
 		}
 	}
 	return s.scimUser(ctx, tx, orgID, userID)
-}
-
-// endSignIns revokes every session of userID and answers them with the
-// user's API tokens: what their open WebSockets were opened with.
-func (s *Store) endSignIns(ctx context.Context, tx *sql.Tx, userID string, now int64) (sessions, apiTokens []string, err error) {
-	if sessions, err = s.revokeSessions(ctx, tx, userID, "", now); err != nil {
-		return nil, nil, err
-	}
-	apiTokens, err = column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM api_tokens WHERE user_id = ?`), userID))
-	return sessions, apiTokens, err
 }
 
 // seatFree fails with ECONFLICT when the members and pending invitations

@@ -157,8 +157,10 @@ func (s *Store) groupMembers(ctx context.Context, db querier, groups []*SCIMGrou
 	if len(groups) == 0 {
 		return nil
 	}
+	// A member the provider deleted (scim_deleted_at) is not SCIM's to see,
+	// nor to remove: they keep their teams for a restore.
 	rows, err := db.QueryContext(ctx, s.q(`SELECT tm.team_id, u.id, u.name, u.email FROM team_members tm JOIN users u ON u.id = tm.user_id
-		WHERE tm.team_id IN (`+placeholders(len(groups))+`) ORDER BY tm.added_at, u.id`), args...)
+		WHERE tm.team_id IN (`+placeholders(len(groups))+`) AND u.scim_deleted_at IS NULL ORDER BY tm.added_at, u.id`), args...)
 	if err != nil {
 		return err
 	}
@@ -180,12 +182,13 @@ func placeholders(n int) string {
 }
 
 // checkMembers fails, naming the first, when any of ids is not a user of
-// orgID: a group holds only the organisation's own people.
+// orgID that SCIM sees: a group holds only the organisation's own people,
+// and a member the provider deleted is unknown to it.
 func (s *Store) checkMembers(ctx context.Context, tx *sql.Tx, orgID string, ids []string) error {
 	const chunk = 500 // well under either database's limit of parameters
 	for part := range slices.Chunk(ids, chunk) {
 		args := append([]any{orgID}, anys(part)...)
-		found, err := column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM users WHERE org_id = ? AND id IN (`+placeholders(len(part))+`)`), args...))
+		found, err := column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM users WHERE org_id = ? AND scim_deleted_at IS NULL AND id IN (`+placeholders(len(part))+`)`), args...))
 		if err != nil {
 			return err
 		}

@@ -20,12 +20,9 @@ type SessionTokens struct {
 
 var errBadRefresh = perch.Errorf(perch.EUNAUTHORIZED, "The refresh token is invalid or expired.")
 
-// errDisabled answers the sign-in of a disabled account.
-var errDisabled = perch.Errorf(perch.EFORBIDDEN, "This account is disabled. Ask the administrators of this Perch server to enable it again.")
-
 // CreateSession records a new sign-in of userID with its first token pair and
 // returns the session ID; the user counts as seen now. A disabled user is
-// errDisabled (EFORBIDDEN): the check and the sign-in are one transaction,
+// EFORBIDDEN (disabledError: who disabled it): the check and the sign-in are one transaction,
 // so a sign-in cannot slip past a disabling that ends every session.
 func (s *Store) CreateSession(ctx context.Context, userID string, t SessionTokens) (string, error) {
 	id := newID()

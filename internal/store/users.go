@@ -11,13 +11,15 @@ import (
 	"github.com/perch-dev/perch"
 )
 
-const userColumns = `u.id, u.email, u.name, u.email_verified, u.org_id, u.org_role, u.is_admin, u.newsletter_at IS NOT NULL, u.created_at, u.updated_at, u.last_seen_at`
+const userColumns = `u.id, u.email, u.name, u.email_verified, u.org_id, u.org_role, u.is_admin, u.newsletter_at IS NOT NULL, u.created_at, u.updated_at, u.last_seen_at,
+	u.disabled_at IS NOT NULL`
 
 func scanUser(row interface{ Scan(...any) error }, extra ...any) (*perch.User, error) {
 	var u perch.User
 	var created, updated int64
 	var seen sql.NullInt64
-	dest := append([]any{&u.ID, &u.Email, &u.Name, &u.EmailVerified, &u.OrgID, &u.OrgRole, &u.IsAdmin, &u.Newsletter, &created, &updated, &seen}, extra...)
+	dest := append([]any{&u.ID, &u.Email, &u.Name, &u.EmailVerified, &u.OrgID, &u.OrgRole, &u.IsAdmin, &u.Newsletter, &created, &updated, &seen,
+		&u.Disabled}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

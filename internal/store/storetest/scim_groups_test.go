@@ -190,3 +190,37 @@ func TestSCIMRoles(t *testing.T) {
 		}
 	})
 }
+
+// TestSCIMGroupsDoNotSeeDeletedMembers: a member the identity provider
+// deleted is gone from SCIM's groups too (RFC 7644 §3.6), cannot be put in
+// one, and is not taken out of the team by a group write that leaves them
+// out, so a restore finds their teams as they were.
+func TestSCIMGroupsDoNotSeeDeletedMembers(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		bob, err := s.CreateSCIMUser(ctx, ada.OrgID, scimWrite("bob", "bob@example.com", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := s.CreateSCIMGroup(ctx, ada.OrgID, store.SCIMGroupWrite{Name: "Ops", Members: []string{ada.ID, bob.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeleteSCIMUser(ctx, ada.OrgID, bob.ID, func(*store.SCIMUser) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.SCIMGroup(ctx, ada.OrgID, g.ID); err != nil || !sameIDs(got.MemberIDs(), ada.ID) {
+			t.Fatalf("the group after the member's deletion = %+v, %v", got, err)
+		}
+		_, err = s.UpdateSCIMGroup(ctx, ada.OrgID, g.ID, setGroup(store.SCIMGroupWrite{Name: "Ops", Members: []string{ada.ID, bob.ID}}))
+		wantCode(t, err, perch.EBADREQUEST)
+		if _, err := s.UpdateSCIMGroup(ctx, ada.OrgID, g.ID, setGroup(store.SCIMGroupWrite{Name: "Ops", Members: []string{ada.ID}})); err != nil {
+			t.Fatal(err)
+		}
+		if team, err := s.Team(ctx, ada.OrgID, g.ID); err != nil || team.MemberCount != 2 {
+			t.Fatalf("the team kept %+v, %v; want the deleted member still in it", team, err)
+		}
+	})
+}

@@ -207,52 +207,6 @@ func TestSCIMDeactivation(t *testing.T) {
 	})
 }
 
-// TestSCIMDeleteRemovesTheMember: the member leaves for an organisation of
-// their own, without sessions, API tokens, SCIM record or the identity
-// provider's deactivation; the last owner cannot be removed.
-func TestSCIMDeleteRemovesTheMember(t *testing.T) {
-	t.Parallel()
-	storetest.Run(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
-		bob, err := s.CreateSCIMUser(ctx, ada.OrgID, scimWrite("bob", "bob@example.com", false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.CreateAPIToken(ctx, bob.ID, "laptop", "pat_x", "hash-bob"); err != nil {
-			t.Fatal(err)
-		}
-		refuse := func(*store.SCIMUser) error { return perch.Errorf(perch.ECONFLICT, "stale") }
-		_, err = s.DeleteSCIMUser(ctx, ada.OrgID, bob.ID, refuse)
-		wantCode(t, err, perch.ECONFLICT)
-		if _, err := s.SCIMUser(ctx, ada.OrgID, bob.ID); err != nil {
-			t.Fatalf("a refused removal removed: %v", err)
-		}
-
-		approve := func(*store.SCIMUser) error { return nil }
-		c, err := s.DeleteSCIMUser(ctx, ada.OrgID, bob.ID, approve)
-		if err != nil || c.Before.UserName != "bob" || len(c.APITokens) != 1 {
-			t.Fatalf("removal = %+v, %v", c, err)
-		}
-		_, err = s.SCIMUser(ctx, ada.OrgID, bob.ID)
-		wantCode(t, err, perch.ENOTFOUND)
-		u, err := s.User(ctx, bob.ID)
-		if err != nil || u.OrgID == ada.OrgID || u.OrgRole != perch.RoleOwner {
-			t.Fatalf("after removal: %+v, %v", u, err)
-		}
-		if _, _, err := s.APITokenPrincipal(ctx, "hash-bob"); err == nil {
-			t.Error("the API token outlived the removal")
-		}
-		moved, err := s.SCIMUser(ctx, u.OrgID, bob.ID)
-		if err != nil || moved.Linked || moved.Disabled {
-			t.Fatalf("in their own organisation: %+v, %v", moved, err)
-		}
-
-		_, err = s.DeleteSCIMUser(ctx, ada.OrgID, ada.ID, approve)
-		wantCode(t, err, perch.ECONFLICT)
-	})
-}
-
 // TestSCIMRespectsSeats: an identity provider cannot add beyond the plan.
 func TestSCIMRespectsSeats(t *testing.T) {
 	t.Parallel()
