@@ -132,13 +132,21 @@ func (s *Store) SetMemberRole(ctx context.Context, orgID, userID, role string) (
 
 // RemoveMember takes a user out of an organisation: their team memberships
 // there go, and they become the owner of a fresh organisation of their own
-// (every user belongs to one). Removing the last owner is ECONFLICT.
+// (every user belongs to one). Removing the last owner is ECONFLICT, and so
+// is removing a member the organisation's identity provider disabled or
+// deleted: removal would give them an enabled account of their own, and
+// only the provider (or a platform admin) may give access back.
 func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var name string
-		err := tx.QueryRowContext(ctx, s.q(`SELECT name FROM users WHERE id = ? AND org_id = ?`), userID, orgID).Scan(&name)
+		var bySCIM bool
+		err := tx.QueryRowContext(ctx, s.q(`SELECT name, disabled_at IS NOT NULL AND disabled_by = ? FROM users WHERE id = ? AND org_id = ?`),
+			DisabledBySCIM, userID, orgID).Scan(&name, &bySCIM)
 		if err != nil {
 			return notFound(err, "Member")
+		}
+		if bySCIM {
+			return perch.Errorf(perch.ECONFLICT, "Your identity provider deprovisioned %s: the account stays in the organisation, disabled and without access, so that the provider can restore it. Manage them in the identity provider.", name)
 		}
 		if err := s.keepsAnOwner(ctx, tx, orgID, userID); err != nil {
 			return err

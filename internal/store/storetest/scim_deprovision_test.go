@@ -202,3 +202,44 @@ func TestSCIMRestore(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovingADeprovisionedMemberIsRefused: an owner cannot take a member
+// the identity provider deactivated or deleted out of the organisation,
+// which would give them an enabled account of their own; once the provider
+// restores them, they can be removed as anyone is.
+func TestRemovingADeprovisionedMemberIsRefused(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		ada := mustCreateUser(t, s, "Ada", "ada@example.com")
+		off, err := s.CreateSCIMUser(ctx, ada.OrgID, scimWrite("bob", "bob@example.com", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, err := s.CreateSCIMUser(ctx, ada.OrgID, scimWrite("cy", "cy@example.com", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeleteSCIMUser(ctx, ada.OrgID, gone.ID, func(*store.SCIMUser) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		orgs := orgCount(t, s)
+		for _, id := range []string{off.ID, gone.ID} {
+			wantCode(t, s.RemoveMember(ctx, ada.OrgID, id), perch.ECONFLICT)
+			if u, err := s.User(ctx, id); err != nil || u.OrgID != ada.OrgID || !u.Disabled {
+				t.Fatalf("after a refused removal: %+v, %v", u, err)
+			}
+		}
+		if n := orgCount(t, s); n != orgs {
+			t.Fatalf("organisations: %d, want %d", n, orgs)
+		}
+		if _, err := s.UpdateSCIMUser(ctx, ada.OrgID, off.ID, func(*store.SCIMUser) (store.SCIMWrite, error) {
+			return scimWrite("bob", "bob@example.com", true), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RemoveMember(ctx, ada.OrgID, off.ID); err != nil {
+			t.Fatalf("removing a restored member: %v", err)
+		}
+	})
+}
