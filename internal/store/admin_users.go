@@ -145,6 +145,9 @@ func (s *Store) UpdateUserAsAdmin(ctx context.Context, id string, upd perch.Admi
 			if err := expectOne(res, err, "User"); err != nil {
 				return err
 			}
+			if err := s.seatsChanged(ctx, tx, c.Before.OrgID); err != nil {
+				return err
+			}
 		}
 		if next.Disabled {
 			if c.Sessions, err = s.revokeSessions(ctx, tx, id, "", now); err != nil {

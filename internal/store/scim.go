@@ -229,6 +229,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 		if err := s.putSCIMRecord(ctx, tx, orgID, id, w, ms(now)); err != nil {
 			return err
 		}
+		if err := s.seatsChanged(ctx, tx, orgID); err != nil {
+			return err
+		}
 		out, err = s.scimUser(ctx, tx, orgID, id)
 		return err
 	})
@@ -287,6 +290,9 @@ func (s *Store) UpdateSCIMUser(ctx context.Context, orgID, userID string, change
 			if c.Sessions, c.APITokens, err = s.endSignIns(ctx, tx, userID, now); err != nil {
 				return err
 			}
+		}
+		if err := s.seatsChanged(ctx, tx, orgID); err != nil {
+			return err
 		}
 		c.After, err = s.scimUser(ctx, tx, orgID, userID)
 		return err

@@ -189,6 +189,8 @@ func (wk *Worker) runJob(ctx context.Context, client *http.Client, j store.Job) 
 		err = wk.forward(ctx, client, j)
 	case store.JobWorkflowEmail:
 		err = wk.emailJob(ctx, j)
+	case store.JobBillingSeats:
+		err = wk.syncSeats(ctx, j)
 	default:
 		err = fmt.Errorf("this version of Perch does not know jobs of kind %q", j.Kind)
 	}
