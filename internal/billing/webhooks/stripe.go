@@ -124,8 +124,8 @@ var stripeObjects = map[string]string{
 	"customer.subscription.deleted": "subscription",
 	// Three days before a trial ends (or at once when it ends sooner).
 	"customer.subscription.trial_will_end": "subscription",
-	"invoice.paid":                  "invoice",
-	"invoice.payment_failed":        "invoice",
+	"invoice.paid":                         "invoice",
+	"invoice.payment_failed":               "invoice",
 }
 
 // StripeEvent reads a Stripe webhook Event, the whole envelope {id, type,
