@@ -27,9 +27,9 @@ type paymentSender struct {
 	// provider's own libraries' window (webhooks.StripeTolerance, 300 s;
 	// webhooks.PaddleTolerance, 5 s).
 	tolerance time.Duration
-	secret   func(o *Options) string
-	verify   func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
-	parse    func(body []byte) (perch.BillingEvent, bool, error)
+	secret    func(o *Options) string
+	verify    func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
+	parse     func(body []byte) (perch.BillingEvent, bool, error)
 }
 
 var (
@@ -163,7 +163,9 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 
 // trialDays is a trial's remaining time in whole days, rounded up and at
 // least one: Stripe's "three days" notice is sent 72 hours before.
-func trialDays(left time.Duration) int { return max(1, int((left+24*time.Hour-time.Minute)/(24*time.Hour))) }
+func trialDays(left time.Duration) int {
+	return max(1, int((left+24*time.Hour-time.Minute)/(24*time.Hour)))
+}
 
 // plural picks the word for n.
 func plural(n int, one, many string) string {

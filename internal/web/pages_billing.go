@@ -18,17 +18,17 @@ import (
 type billingData struct {
 	Org       perch.Org
 	Plans     []*perch.Plan
-	Manage    bool   // the viewer is an owner or admin
-	On        bool   // a payment provider is configured; off, plans never lapse
-	TrialDays int    // days left of the trial, when trialing with billing on
+	Manage    bool // the viewer is an owner or admin
+	On        bool // a payment provider is configured; off, plans never lapse
+	TrialDays int  // days left of the trial, when trialing with billing on
 	// Billed is the seats the provider's subscription bills (the API's
 	// subscription.seats), when it bills any: -1 when it does not.
 	Billed int
 	// PastDue: a payment is owed, which the portal settles; the API
 	// refuses a checkout until then, so none is offered.
 	PastDue bool
-	Go        string // the provider's page to go to now
-	GoTo      string // its name for people: "the checkout", "the billing portal"
+	Go      string // the provider's page to go to now
+	GoTo    string // its name for people: "the checkout", "the billing portal"
 }
 
 // banner is a warning across every page.
