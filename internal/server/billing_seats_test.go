@@ -125,7 +125,20 @@ func TestPaddleSeatsFollowMembers(t *testing.T) {
 		if q, n := quantity(), a.billedSeats(o.owner); q != 3 || n != 3 {
 			t.Fatalf("after the retry Paddle bills %d and GET /org says %d, want 3", q, n)
 		}
-		if got, want := strings.Join(a.seatAudits(org), " "), "3→4 4→2 2→3"; got != want {
+		// The identity provider's changes count as any other.
+		idp := a.scimClient(o.owner, "okta", "example.com")
+		fay := idp.do("POST", "/scim/v2/Users", newUser("fay@example.com")).want(t, 201)
+		a.tick()
+		if q := quantity(); q != 4 {
+			t.Fatalf("after a SCIM user was made Paddle bills %d, want 4", q)
+		}
+		idp.do("PATCH", "/scim/v2/Users/"+fay.str("id"), map[string]any{"schemas": []string{"urn:ietf:params:scim:api:messages:2.0:PatchOp"},
+			"Operations": []any{map[string]any{"op": "replace", "value": map[string]any{"active": false}}}}).want(t, 200)
+		a.tick()
+		if q, n := quantity(), a.billedSeats(o.owner); q != 3 || n != 3 {
+			t.Fatalf("after a SCIM deactivation Paddle bills %d and GET /org says %d, want 3", q, n)
+		}
+		if got, want := strings.Join(a.seatAudits(org), " "), "3→4 4→2 2→3 3→4 4→3"; got != want {
 			t.Errorf("seat changes audited %q, want %q", got, want)
 		}
 	})
