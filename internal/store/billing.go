@@ -219,7 +219,7 @@ func (s *Store) ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, pl
 		}
 		// A new or changed subscription bills what it bills: when that is
 		// not the seat count, the seat job sets it.
-		return s.seatsChanged(ctx, tx, out.OrgID)
+		return s.queueSeatJobs(ctx, tx, true, out.OrgID)
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"github.com/perch-dev/perch"
 )
@@ -25,24 +26,55 @@ const seatCount = `(SELECT COUNT(*) FROM users u WHERE u.org_id = o.id AND u.dis
 // invitation taking them elsewhere), disabled or enabled again (SCIM
 // active, a platform admin). Called in the change's own transaction, it
 // queues a JobBillingSeats for each organisation that has a live provider
-// subscription (perch.LiveSubscription) whose billed seats differ from its
-// seat count, unless one is already waiting to be claimed (which will read
-// the count when it runs): so the update is queued with the change or not
-// at all, and a burst of joins makes one.
+// subscription (perch.LiveSubscription), unless one is queued and has not
+// started (orgs.seat_job_at; it reads the count when it starts): so the
+// update is queued with the change or not at all, and a burst of joins
+// makes one. It does not compare the count with the seats billed: a job
+// already started may be about to bill a count this change undoes.
+//
+// On PostgreSQL a billed organisation's row is locked first (in id order,
+// so that two moves between the same organisations cannot deadlock), and
+// the job takes the same lock as it starts (StartSeatJob): a change that
+// found a job waiting is committed before that job reads the count, so no
+// change is left out of the quantity.
 func (s *Store) seatsChanged(ctx context.Context, tx *sql.Tx, orgIDs ...string) error {
+	return s.queueSeatJobs(ctx, tx, false, orgIDs...)
+}
+
+// queueSeatJobs is seatsChanged; with onlyIfBilledDiffers (a provider's
+// event that said what its subscription bills) it queues nothing for an
+// organisation whose billed seats are its count.
+func (s *Store) queueSeatJobs(ctx context.Context, tx *sql.Tx, onlyIfBilledDiffers bool, orgIDs ...string) error {
 	now := ms(s.now())
-	for _, orgID := range orgIDs {
+	differs := ""
+	if onlyIfBilledDiffers {
+		differs = ` AND COALESCE(o.billing_seats, -1) <> ` + seatCount
+	}
+	ids := slices.Sorted(slices.Values(orgIDs))
+	for _, orgID := range slices.Compact(ids) {
 		if orgID == "" {
 			continue
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at)
-			SELECT ?, o.id, ?, 'null', ?, ? FROM orgs o
+		if s.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT 1 FROM orgs WHERE id = $1 AND billing_subscription_id <> '' FOR UPDATE`, orgID); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE orgs AS o SET seat_job_at = ?
 			WHERE o.id = ? AND o.billing_provider <> '' AND o.billing_subscription_id <> '' AND o.plan_status IN (?, ?, ?)
-				AND COALESCE(o.billing_seats, -1) <> `+seatCount+`
-				AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.org_id = o.id AND j.kind = ?
-					AND j.failed_at IS NULL AND j.claimed_at IS NULL)`),
-			newID(), JobBillingSeats, now, now, orgID, perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue, JobBillingSeats)
+				AND o.seat_job_at IS NULL`+differs),
+			now, orgID, perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue)
 		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO jobs (id, org_id, kind, payload, created_at, next_at) VALUES (?, ?, ?, 'null', ?, ?)`),
+			newID(), orgID, JobBillingSeats, now, now); err != nil {
 			return err
 		}
 	}
@@ -66,9 +98,13 @@ func (st *SeatState) Live() bool {
 
 // Seats answers the organisation's seat state (ENOTFOUND for none).
 func (s *Store) Seats(ctx context.Context, orgID string) (*SeatState, error) {
+	return s.seats(ctx, s.r, orgID)
+}
+
+func (s *Store) seats(ctx context.Context, db querier, orgID string) (*SeatState, error) {
 	var st SeatState
 	var billed sql.NullInt64
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT o.billing_provider, o.billing_subscription_id, o.plan_status, o.billing_seats, `+seatCount+`
+	err := db.QueryRowContext(ctx, s.q(`SELECT o.billing_provider, o.billing_subscription_id, o.plan_status, o.billing_seats, `+seatCount+`
 		FROM orgs o WHERE o.id = ?`), orgID).Scan(&st.Provider, &st.SubscriptionID, &st.Status, &billed, &st.Seats)
 	if err != nil {
 		return nil, notFound(err, "Organisation")
@@ -78,6 +114,32 @@ func (s *Store) Seats(ctx context.Context, orgID string) (*SeatState, error) {
 		st.Billed = &n
 	}
 	return &st, nil
+}
+
+// StartSeatJob is how a JobBillingSeats starts: it marks the
+// organisation's seat job started (a change of membership from now on
+// queues another) and then reads its seat state, under the organisation's
+// row lock on PostgreSQL, so that a change that found this job waiting is
+// in the count (seatsChanged). ENOTFOUND for no such organisation.
+func (s *Store) StartSeatJob(ctx context.Context, orgID string) (*SeatState, error) {
+	var st *SeatState
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT 1 FROM orgs WHERE id = $1 FOR UPDATE`, orgID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE orgs SET seat_job_at = NULL WHERE id = ?`), orgID); err != nil {
+			return err
+		}
+		var err error
+		st, err = s.seats(ctx, tx, orgID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // RecordSeats stores that the provider subscription subscriptionID of

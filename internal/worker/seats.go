@@ -16,7 +16,7 @@ import (
 // nothing to set. A provider that fails, or one this server is not
 // configured for, fails the job, which the queue retries with backoff.
 func (wk *Worker) syncSeats(ctx context.Context, j store.Job) error {
-	st, err := wk.store.Seats(ctx, j.OrgID)
+	st, err := wk.store.StartSeatJob(ctx, j.OrgID)
 	if perch.ErrorCode(err) == perch.ENOTFOUND {
 		return nil
 	}

@@ -11,23 +11,26 @@ import (
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
 
-// pendingSeatJobs counts orgID's seat jobs waiting to be claimed.
+// pendingSeatJobs is 1 when orgID has a seat job queued that has not
+// started, else 0 (the organisation's mark, which seatsChanged sets with
+// the job and StartSeatJob clears).
 func pendingSeatJobs(tb testing.TB, db *sql.DB, s *store.Store, orgID string) int {
 	tb.Helper()
-	q := `SELECT COUNT(*) FROM jobs WHERE org_id = ? AND kind = ? AND claimed_at IS NULL AND failed_at IS NULL`
+	q := `SELECT COUNT(*) FROM orgs WHERE id = ? AND seat_job_at IS NOT NULL`
 	if s.Dialect() == store.Postgres {
-		q = `SELECT COUNT(*) FROM jobs WHERE org_id = $1 AND kind = $2 AND claimed_at IS NULL AND failed_at IS NULL`
+		q = `SELECT COUNT(*) FROM orgs WHERE id = $1 AND seat_job_at IS NOT NULL`
 	}
 	var n int
-	if err := db.QueryRowContext(context.Background(), q, orgID, store.JobBillingSeats).Scan(&n); err != nil {
+	if err := db.QueryRowContext(context.Background(), q, orgID).Scan(&n); err != nil {
 		tb.Fatal(err)
 	}
 	return n
 }
 
-// runSeatJob claims orgID's seat job, as the worker does, records that the
-// provider now bills the seat count, and completes it; it answers the
-// count. It fails the test unless exactly one job was due.
+// runSeatJob claims orgID's seat job and starts it, as the worker does,
+// records that the provider now bills the seat count, and completes it; it
+// answers the count. It fails the test unless exactly one seat job of
+// orgID was due.
 func runSeatJob(tb testing.TB, s *store.Store, clock *storetest.Clock, orgID string) int {
 	tb.Helper()
 	ctx := context.Background()
@@ -44,7 +47,7 @@ func runSeatJob(tb testing.TB, s *store.Store, clock *storetest.Clock, orgID str
 	if len(mine) != 1 {
 		tb.Fatalf("%d seat jobs of %s claimed (%d jobs in all), want 1", len(mine), orgID, len(jobs))
 	}
-	st, err := s.Seats(ctx, orgID)
+	st, err := s.StartSeatJob(ctx, orgID)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,8 +64,9 @@ func runSeatJob(tb testing.TB, s *store.Store, clock *storetest.Clock, orgID str
 // leaves, is disabled or comes back queues the seat job of an organisation
 // with a live provider subscription, in the change's own transaction; a
 // job still waiting takes the next changes in (one update with the final
-// count); an organisation without a live subscription, or whose provider
-// already bills its count, gets none.
+// count), and a change once a job has started queues another; an
+// organisation without a live subscription gets none, nor does a
+// provider's event saying it bills the count.
 func TestEveryMembershipChangeQueuesOneSeatJob(t *testing.T) {
 	t.Parallel()
 	storetest.RunWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
@@ -184,6 +188,32 @@ func TestEveryMembershipChangeQueuesOneSeatJob(t *testing.T) {
 			t.Fatalf("after three joins the job found %d seats, want 7", n)
 		}
 
+		// A change once a job has started (it read the count) queues
+		// another, though the first has not finished.
+		if _, err := s.CreateSCIMUser(ctx, org, scimWrite("kim", "kim@example.com", true)); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := s.ClaimJobs(ctx, clock.Now(), time.Minute, 10)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claimed %v, %v", jobs, err)
+		}
+		if st, err := s.StartSeatJob(ctx, org); err != nil || st.Seats != 8 || !st.Live() {
+			t.Fatalf("StartSeatJob = %+v, %v", st, err)
+		}
+		if _, err := s.UpdateUserAsAdmin(ctx, scimMember(t, s, org, "kim"), perch.AdminUserUpdate{Disabled: new(true)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		pending("a member disabled while a job runs", 1)
+		if err := s.RecordSeats(ctx, org, "sub_seats", 8); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteJob(ctx, jobs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := runSeatJob(t, s, clock, org); n != 7 {
+			t.Fatalf("the second job found %d seats, want 7", n)
+		}
+
 		// A canceled subscription bills nobody: no job, and no seats shown.
 		gone := stripeEvent("evt_seats_3", clock.Now())
 		gone.SubscriptionID, gone.Status = "sub_seats", perch.PlanCanceled
@@ -197,7 +227,7 @@ func TestEveryMembershipChangeQueuesOneSeatJob(t *testing.T) {
 		}
 		st, err := s.Seats(ctx, org)
 		if err != nil || st.Live() || st.Seats != 8 {
-			t.Fatalf("Seats = %+v, %v; want 8 members and no live subscription", st, err)
+			t.Fatalf("Seats = %+v, %v; want 8 enabled members and no live subscription", st, err)
 		}
 	})
 }
