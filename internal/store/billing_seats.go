@@ -41,6 +41,12 @@ func (s *Store) seatsChanged(ctx context.Context, tx *sql.Tx, orgIDs ...string) 
 	return s.queueSeatJobs(ctx, tx, false, orgIDs...)
 }
 
+// staleSeatJob is how long a queued seat job may wait unstarted before a
+// change queues another beside it: longer than the queue retries anything,
+// so only a job that is gone (its row removed by hand) is ever doubled,
+// and a second job is harmless (it sets the same count).
+const staleSeatJob = perch.WorkflowRetryFor
+
 // queueSeatJobs is seatsChanged; with onlyIfBilledDiffers (a provider's
 // event that said what its subscription bills) it queues nothing for an
 // organisation whose billed seats are its count.
@@ -62,8 +68,8 @@ func (s *Store) queueSeatJobs(ctx context.Context, tx *sql.Tx, onlyIfBilledDiffe
 		}
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE orgs AS o SET seat_job_at = ?
 			WHERE o.id = ? AND o.billing_provider <> '' AND o.billing_subscription_id <> '' AND o.plan_status IN (?, ?, ?)
-				AND o.seat_job_at IS NULL`+differs),
-			now, orgID, perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue)
+				AND (o.seat_job_at IS NULL OR o.seat_job_at < ?)`+differs),
+			now, orgID, perch.PlanTrialing, perch.PlanActive, perch.PlanPastDue, now-staleSeatJob.Milliseconds())
 		if err != nil {
 			return err
 		}
