@@ -214,6 +214,28 @@ func TestEveryMembershipChangeQueuesOneSeatJob(t *testing.T) {
 			t.Fatalf("the second job found %d seats, want 7", n)
 		}
 
+		// A job gone before it started (removed by hand) holds back the
+		// next one only as long as the queue retries anything.
+		if _, err := s.CreateSCIMUser(ctx, org, scimWrite("lee", "lee@example.com", true)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `DELETE FROM jobs WHERE kind = 'billing.seats'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateSCIMUser(ctx, org, scimWrite("max", "max@example.com", true)); err != nil {
+			t.Fatal(err)
+		}
+		if jobs, err := s.ClaimJobs(ctx, clock.Now(), time.Minute, 10); err != nil || len(jobs) != 0 {
+			t.Fatalf("within a day of the lost job: %v, %v", jobs, err)
+		}
+		clock.Advance(perch.WorkflowRetryFor + time.Minute)
+		if _, err := s.CreateSCIMUser(ctx, org, scimWrite("ned", "ned@example.com", true)); err != nil {
+			t.Fatal(err)
+		}
+		if n := runSeatJob(t, s, clock, org); n != 10 {
+			t.Fatalf("after the lost job the next found %d seats, want 10", n)
+		}
+
 		// A canceled subscription bills nobody: no job, and no seats shown.
 		gone := stripeEvent("evt_seats_3", clock.Now())
 		gone.SubscriptionID, gone.Status = "sub_seats", perch.PlanCanceled
@@ -226,8 +248,8 @@ func TestEveryMembershipChangeQueuesOneSeatJob(t *testing.T) {
 			t.Fatalf("a canceled subscription shows %d seats", *sub.Seats)
 		}
 		st, err := s.Seats(ctx, org)
-		if err != nil || st.Live() || st.Seats != 8 {
-			t.Fatalf("Seats = %+v, %v; want 8 enabled members and no live subscription", st, err)
+		if err != nil || st.Live() || st.Seats != 11 {
+			t.Fatalf("Seats = %+v, %v; want 11 enabled members and no live subscription", st, err)
 		}
 	})
 }
