@@ -145,7 +145,7 @@ func (s *Store) UpdateUserAsAdmin(ctx context.Context, id string, upd perch.Admi
 			if err := expectOne(res, err, "User"); err != nil {
 				return err
 			}
-			if err := s.seatsChanged(ctx, tx, c.Before.OrgID); err != nil {
+			if err := s.seatsChangedFor(ctx, tx, id); err != nil {
 				return err
 			}
 		}

@@ -41,6 +41,16 @@ func (s *Store) seatsChanged(ctx context.Context, tx *sql.Tx, orgIDs ...string) 
 	return s.queueSeatJobs(ctx, tx, false, orgIDs...)
 }
 
+// seatsChangedFor is seatsChanged for the organisation userID is in: for
+// a change that is about an account (disabled, enabled) wherever it is.
+func (s *Store) seatsChangedFor(ctx context.Context, tx *sql.Tx, userID string) error {
+	var orgID string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT org_id FROM users WHERE id = ?`), userID).Scan(&orgID); err != nil {
+		return notFound(err, "User")
+	}
+	return s.seatsChanged(ctx, tx, orgID)
+}
+
 // staleSeatJob is how long a queued seat job may wait unstarted before a
 // change queues another beside it: longer than the queue retries anything,
 // so only a job that is gone (its row removed by hand) is ever doubled,
