@@ -108,6 +108,8 @@ const (
 	AuditCheckoutStarted     = "billing.checkout_started"     // an owner or admin went to the provider's checkout
 	AuditSubscriptionChanged = "billing.subscription_changed" // a provider's event changed the subscription
 	AuditTrialExpired        = "billing.trial_expired"        // a trial ended unpaid: solo, status none
+	AuditSeatsUpdated        = "billing.seats_updated"        // the provider's subscription quantity set to the member count
+	AuditBillingRefused      = "billing.event_refused"        // an event of another provider than the organisation's: not applied
 	AuditWorkflowCreated     = "workflow.created"             // target type "workflow", as for every workflow action
 	AuditWorkflowUpdated     = "workflow.updated"             // name, description, enabled, condition or steps changed
 	AuditWorkflowDeleted     = "workflow.deleted"

@@ -30,6 +30,10 @@ type Subscription struct {
 	CurrentPeriodEnd  *time.Time `json:"current_period_end"`
 	CancelAtPeriodEnd bool       `json:"cancel_at_period_end"`
 	Provider          string     `json:"provider"` // BillingStripe, BillingPaddle, or "" before any payment
+	// Seats is the quantity the provider's subscription bills (the
+	// organisation's enabled members, kept in step by the seat job), as
+	// the provider last said or was told; nil without a subscription.
+	Seats *int `json:"seats"`
 
 	CustomerID     string    `json:"-"`
 	SubscriptionID string    `json:"-"`
@@ -40,7 +44,15 @@ type Subscription struct {
 const (
 	AlertPaymentFailed = "payment_failed"
 	AlertCanceled      = "canceled"
+	AlertTrialEnding   = "trial_ending" // the provider's notice that a subscription's trial ends soon (Stripe: in 3 days)
 )
+
+// LiveSubscription reports whether a provider subscription in status bills
+// or will bill: trialing, active or past_due. Only such a subscription has
+// its seats kept in step, and binds the organisation to its provider.
+func LiveSubscription(status string) bool {
+	return status == PlanTrialing || status == PlanActive || status == PlanPastDue
+}
 
 // BillingEvent is what a payment provider's webhook says about a
 // subscription, read by internal/billing/webhooks with no I/O. Fields the event does
@@ -73,5 +85,6 @@ type BillingEvent struct {
 	TrialEndsAt       *time.Time // nil: unchanged
 	PeriodEnd         *time.Time // the end of the paid period; nil: unchanged
 	CancelAtPeriodEnd *bool      // nil: unchanged
-	Alert             string     // AlertPaymentFailed, AlertCanceled, or ""
+	Seats             *int       // the subscription's quantity (its plan item's); nil: unchanged
+	Alert             string     // AlertPaymentFailed, AlertCanceled, AlertTrialEnding, or ""
 }

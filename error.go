@@ -33,6 +33,7 @@ const (
 	// Billing's own codes (docs/DESIGN.md, Billing).
 	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: checkout of the plan the organisation pays for
 	EBILLINGUNAVAILABLE = "billing_unavailable" // 503: billing is off, or the payment provider did not answer
+	EPAYMENTPASTDUE     = "payment_past_due"    // 409: checkout while a payment is owed; the portal settles it
 )
 
 // statuses are the HTTP statuses that answer each code.
@@ -54,6 +55,7 @@ var statuses = map[string]int{
 
 	EALREADYSUBSCRIBED:  400,
 	EBILLINGUNAVAILABLE: 503,
+	EPAYMENTPASTDUE:     409,
 }
 
 // HTTPStatus is the HTTP status that answers an error of code, for the API

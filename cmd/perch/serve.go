@@ -140,8 +140,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// The workflow worker: forwards, e-mail jobs and digests. It stops
 	// before the writer and the store it uses (defers run last first), so
 	// that a digest it is delivering is either written or held again.
+	provider := paymentProvider(c)
 	wk := worker.New(worker.Options{Store: st, Ingest: writer, Mailer: mailer, Secrets: box, Logger: logger,
-		BaseURL: c.BaseURL, AllowPrivate: c.WorkflowPrivate})
+		BaseURL: c.BaseURL, AllowPrivate: c.WorkflowPrivate, Billing: provider})
 	workerCtx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan struct{})
 	go func() { wk.Run(workerCtx); close(workerDone) }()
@@ -177,7 +178,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			PagerDutySecret:          c.PagerDutySecret,
 		},
 		Billing: server.BillingOptions{
-			Provider:            paymentProvider(c),
+			Provider:            provider,
 			StripeWebhookSecret: c.Stripe.WebhookSecret,
 			PaddleWebhookSecret: c.Paddle.WebhookSecret,
 			PricePlans:          pricePlans(c.Stripe.Prices, c.Paddle.Prices),

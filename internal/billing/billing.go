@@ -30,12 +30,22 @@ type Provider interface {
 	// PlanOf maps a provider price id to Perch's plan slug ("" when the price
 	// is not one of Perch's).
 	PlanOf(priceID string) string
+	// SetSeats sets the quantity of the subscription's plan item (the item
+	// whose price is one of Perch's, else its only item) to seats, prorated,
+	// unless it is seats already, and answers the quantity it had: setting
+	// the same count twice changes nothing the second time.
+	SetSeats(ctx context.Context, subscriptionID string, seats int) (before int, err error)
 }
 
 // CheckoutRequest is what a checkout is opened for.
 type CheckoutRequest struct {
-	OrgID      string
-	Plan       string // a plan slug: solo, team, enterprise
+	OrgID string
+	Plan  string // a plan slug: solo, team, enterprise
+	Seats int    // the line's quantity: the organisation's seat count (at least 1 is sent)
+	// TrialEnd, when not zero, is when the organisation's trial ends: the
+	// subscription starts trialing until then where the provider takes it
+	// (Stripe, when at least 48 hours away).
+	TrialEnd   time.Time
 	Email      string // the buyer's address, prefilled
 	CustomerID string // the organisation's customer at the provider, if it has one ("" otherwise)
 	SuccessURL string // the dashboard's billing page, absolute
@@ -57,6 +67,10 @@ type Checkout struct {
 // ErrNoPrice is returned by Checkout when the plan has no price configured;
 // the server answers 422 naming the plan.
 var ErrNoPrice = errors.New("billing: no price is configured for the plan")
+
+// quantity is the line's quantity for seats: a subscription bills at
+// least one.
+func quantity(seats int) int { return max(seats, 1) }
 
 // Prices maps plan slugs to the provider's price ids, parsed from
 // "solo=price_…,team=price_…,enterprise=price_…" (PERCH_STRIPE_PRICES /

@@ -82,7 +82,7 @@ func (p *paddleProvider) Checkout(ctx context.Context, c CheckoutRequest) (*Chec
 		return nil, err
 	}
 	body := paddleTransactionRequest{
-		Items:          []paddleItem{{PriceID: price, Quantity: 1}},
+		Items:          []paddleItem{{PriceID: price, Quantity: quantity(c.Seats)}},
 		CustomData:     map[string]string{"org_id": c.OrgID, "plan": c.Plan},
 		CustomerID:     c.CustomerID,
 		CollectionMode: "automatic",
@@ -152,20 +152,93 @@ type paddleError struct {
 	} `json:"meta"`
 }
 
-// post sends body as JSON to the API path and decodes the response's data
-// into out. A failure is an error that starts "paddle: ": Paddle's own code
-// and detail when it answered with its error object.
-func (p *paddleProvider) post(ctx context.Context, op, path string, body, out any) error {
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("paddle: %s: encoding the request: %w", op, err)
+// paddleSubscriptionUpdate is the body of PATCH /subscriptions/{id} that
+// sets items: Paddle replaces the subscription's items with the list, so
+// every item is sent, and an items change needs a proration mode.
+type paddleSubscriptionUpdate struct {
+	Items                []paddleItem `json:"items"`
+	ProrationBillingMode string       `json:"proration_billing_mode"`
+}
+
+// paddleProration is how a seat change is billed: prorated to the minute
+// and charged (or credited) at once, as Paddle's proration guide shows for
+// a change of quantity.
+const paddleProration = "prorated_immediately"
+
+// SetSeats reads the subscription (GET /subscriptions/{id}) and, when its
+// plan item's quantity is not seats, sends every item back with that
+// quantity changed (PATCH, proration_billing_mode prorated_immediately).
+func (p *paddleProvider) SetSeats(ctx context.Context, subscriptionID string, seats int) (int, error) {
+	if subscriptionID == "" {
+		return 0, errors.New("billing: no Paddle subscription to set the seats of")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.apiURL+path, bytes.NewReader(raw))
+	var sub struct {
+		ID    string `json:"id"`
+		Items []struct {
+			Quantity int `json:"quantity"`
+			Price    struct {
+				ID string `json:"id"`
+			} `json:"price"`
+		} `json:"items"`
+	}
+	path := "/subscriptions/" + url.PathEscape(subscriptionID)
+	if err := p.call(ctx, http.MethodGet, "get subscription", path, nil, &sub); err != nil {
+		return 0, err
+	}
+	plan := -1
+	for i, it := range sub.Items {
+		if p.PlanOf(it.Price.ID) != "" || len(sub.Items) == 1 {
+			plan = i
+		}
+	}
+	if plan < 0 {
+		return 0, fmt.Errorf("paddle: subscription %s has no item of a Perch plan's price", subscriptionID)
+	}
+	before := sub.Items[plan].Quantity
+	if before == quantity(seats) {
+		return before, nil
+	}
+	body := paddleSubscriptionUpdate{ProrationBillingMode: paddleProration}
+	for i, it := range sub.Items {
+		item := paddleItem{PriceID: it.Price.ID, Quantity: it.Quantity}
+		if i == plan {
+			item.Quantity = quantity(seats)
+		}
+		body.Items = append(body.Items, item)
+	}
+	if err := p.call(ctx, http.MethodPatch, "update subscription", path, body, &sub); err != nil {
+		return before, err
+	}
+	return before, nil
+}
+
+// post sends body as JSON to the API path and decodes the response's data
+// into out (call).
+func (p *paddleProvider) post(ctx context.Context, op, path string, body, out any) error {
+	return p.call(ctx, http.MethodPost, op, path, body, out)
+}
+
+// call sends body (nil: none) as JSON to the API path with method and
+// decodes the response's data into out. A failure is an error that starts
+// "paddle: ": Paddle's own code and detail when it answered with its error
+// object.
+func (p *paddleProvider) call(ctx context.Context, method, op, path string, body, out any) error {
+	var reader io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("paddle: %s: encoding the request: %w", op, err)
+		}
+		reader = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.apiURL+path, reader)
 	if err != nil {
 		return fmt.Errorf("paddle: %s: %w", op, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+p.key)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Paddle-Version", "1")
 	resp, err := p.hc.Do(req)

@@ -34,7 +34,7 @@ func TestPaddleCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Checkout(t.Context(), CheckoutRequest{OrgID: "org_2", Plan: "solo", CustomerID: paddleCustomer}); err != nil {
+	if _, err := p.Checkout(t.Context(), CheckoutRequest{OrgID: "org_2", Plan: "solo", CustomerID: paddleCustomer, Seats: 4}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,7 +47,7 @@ func TestPaddleCheckout(t *testing.T) {
 	}
 	want := []paddlefake.Transaction{
 		{Items: []paddlefake.Item{{PriceID: paddleTeam, Quantity: 1}}, CustomData: map[string]any{"org_id": "org_1", "plan": "team"}, CollectionMode: "automatic"},
-		{Items: []paddlefake.Item{{PriceID: paddleSolo, Quantity: 1}}, CustomData: map[string]any{"org_id": "org_2", "plan": "solo"}, CollectionMode: "automatic", CustomerID: paddleCustomer},
+		{Items: []paddlefake.Item{{PriceID: paddleSolo, Quantity: 4}}, CustomData: map[string]any{"org_id": "org_2", "plan": "solo"}, CollectionMode: "automatic", CustomerID: paddleCustomer},
 	}
 	for i := range want {
 		got := txns[i]
@@ -148,5 +148,57 @@ func TestPaddleErrors(t *testing.T) {
 				t.Fatalf("error %q shows the API key", err)
 			}
 		})
+	}
+}
+
+// TestPaddleSetSeats: the subscription's plan item gets the seat count,
+// the other items are sent back as they are (Paddle removes any left out),
+// prorated at once; the same count again sends no update; Paddle's refusals
+// come back as errors naming its code.
+func TestPaddleSetSeats(t *testing.T) {
+	t.Parallel()
+	const addon = "pri_01gsz98e27ak2tyhexptwc58yk"
+	fake := paddlefake.Start(t, paddleKey, paddleSolo, paddleTeam, addon)
+	p := NewPaddle(paddleKey, fake.URL(), paddlePrices, nil)
+	id := fake.AddSubscription("active", paddleCustomer, paddlefake.Item{PriceID: addon, Quantity: 2}, paddlefake.Item{PriceID: paddleTeam, Quantity: 3})
+
+	before, err := p.SetSeats(t.Context(), id, 5)
+	if err != nil || before != 3 {
+		t.Fatalf("SetSeats(5) = %d, %v; want 3 before", before, err)
+	}
+	sub, _ := fake.Subscription(id)
+	if want := []paddlefake.Item{{PriceID: addon, Quantity: 2}, {PriceID: paddleTeam, Quantity: 5}}; !reflect.DeepEqual(sub.Items, want) {
+		t.Errorf("items %+v, want %+v", sub.Items, want)
+	}
+	if before, err := p.SetSeats(t.Context(), id, 5); err != nil || before != 5 {
+		t.Fatalf("SetSeats(5) again = %d, %v", before, err)
+	}
+	updates := fake.SubscriptionUpdates()
+	if len(updates) != 1 || updates[0].ProrationBillingMode != "prorated_immediately" || updates[0].SubscriptionID != id {
+		t.Fatalf("updates %+v, want one, prorated_immediately", updates)
+	}
+	// At least one seat is billed.
+	if _, err := p.SetSeats(t.Context(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if sub, _ := fake.Subscription(id); sub.Items[1].Quantity != 1 {
+		t.Errorf("zero seats billed %d", sub.Items[1].Quantity)
+	}
+
+	for _, c := range []struct {
+		name, id, says string
+	}{
+		{"an unknown subscription", "sub_01h04vsc0qhwtsbsxh3422wjs9", "paddle: not_found"},
+		{"a canceled one", fake.AddSubscription("canceled", paddleCustomer, paddlefake.Item{PriceID: paddleTeam, Quantity: 1}), "paddle: subscription_update_when_canceled"},
+		{"one without a Perch price among several", fake.AddSubscription("active", paddleCustomer, paddlefake.Item{PriceID: addon, Quantity: 1},
+			paddlefake.Item{PriceID: addon, Quantity: 2}), "no item of a Perch plan's price"},
+	} {
+		if _, err := p.SetSeats(t.Context(), c.id, 2); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.says)
+		}
+	}
+	fake.FailNext(http.StatusTooManyRequests, "too_many_requests", "Too many requests.")
+	if _, err := p.SetSeats(t.Context(), id, 7); err == nil || !strings.Contains(err.Error(), "paddle: too_many_requests") {
+		t.Errorf("a refused read: %v", err)
 	}
 }

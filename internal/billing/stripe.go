@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/stripe/stripe-go/v85"
@@ -18,7 +19,12 @@ type stripeProvider struct {
 	client *stripe.Client
 	key    string
 	prices Prices
+	now    func() time.Time
 }
+
+// StripeMinTrial is how far in the future Stripe requires a Checkout
+// Session's subscription_data.trial_end to be.
+const StripeMinTrial = 48 * time.Hour
 
 // stripeRetries is how often stripe-go retries a request that failed on
 // the way (with an idempotency key, so nothing is created twice): once, as
@@ -29,8 +35,14 @@ const stripeRetries = 1
 // tests give stripe-mock's URL) with stripe-go, over hc (nil: a client with
 // a 10-second timeout). stripe-go's own logging and its request telemetry
 // to Stripe are off: a failure is returned, and the server decides what to
-// log.
+// log. Its clock, for the trial's 48 hours, is time.Now; NewStripeAt takes
+// another.
 func NewStripe(secretKey, apiURL string, prices Prices, hc *http.Client) Provider {
+	return NewStripeAt(secretKey, apiURL, prices, hc, time.Now)
+}
+
+// NewStripeAt is NewStripe with the clock now.
+func NewStripeAt(secretKey, apiURL string, prices Prices, hc *http.Client, now func() time.Time) Provider {
 	if apiURL == "" {
 		apiURL = stripe.APIURL
 	}
@@ -55,6 +67,7 @@ func NewStripe(secretKey, apiURL string, prices Prices, hc *http.Client) Provide
 		client: stripe.NewClient(secretKey, stripe.WithBackends(backends)),
 		key:    secretKey,
 		prices: prices.clone(),
+		now:    now,
 	}
 }
 
@@ -80,13 +93,18 @@ func (p *stripeProvider) Checkout(ctx context.Context, c CheckoutRequest) (*Chec
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModeSubscription)),
 		LineItems: []*stripe.CheckoutSessionCreateLineItemParams{
-			{Price: stripe.String(price), Quantity: stripe.Int64(1)},
+			{Price: stripe.String(price), Quantity: stripe.Int64(int64(quantity(c.Seats)))},
 		},
 		ClientReferenceID: stripe.String(c.OrgID),
 		Metadata:          map[string]string{"org_id": c.OrgID, "plan": c.Plan, "price_id": price},
 		SubscriptionData: &stripe.CheckoutSessionCreateSubscriptionDataParams{
 			Metadata: map[string]string{"org_id": c.OrgID, "plan": c.Plan},
 		},
+	}
+	// Stripe takes a trial end at least 48 hours away; a trial ending
+	// sooner is not passed on, and the subscription bills at once.
+	if !c.TrialEnd.IsZero() && c.TrialEnd.After(p.now().Add(StripeMinTrial)) {
+		params.SubscriptionData.TrialEnd = stripe.Int64(c.TrialEnd.Unix())
 	}
 	switch {
 	case c.CustomerID != "":
@@ -129,6 +147,46 @@ func (p *stripeProvider) Portal(ctx context.Context, customerID, subscriptionID,
 		return "", fmt.Errorf("stripe: billing portal session %s has no URL", session.ID)
 	}
 	return session.URL, nil
+}
+
+// SetSeats retrieves the subscription, and updates its plan item's
+// quantity with proration_behavior=create_prorations (the difference is
+// credited or charged on the next invoice) when it is not seats.
+func (p *stripeProvider) SetSeats(ctx context.Context, subscriptionID string, seats int) (int, error) {
+	if subscriptionID == "" {
+		return 0, errors.New("billing: no Stripe subscription to set the seats of")
+	}
+	sub, err := p.client.V1Subscriptions.Retrieve(ctx, subscriptionID, nil)
+	if err != nil {
+		return 0, p.wrap("retrieve subscription", err)
+	}
+	var item *stripe.SubscriptionItem
+	if sub.Items != nil {
+		for _, it := range sub.Items.Data {
+			switch {
+			case it == nil:
+			case it.Price != nil && p.PlanOf(it.Price.ID) != "":
+				item = it
+			case item == nil && len(sub.Items.Data) == 1:
+				item = it
+			}
+		}
+	}
+	if item == nil || item.ID == "" {
+		return 0, fmt.Errorf("stripe: subscription %s has no item of a Perch plan's price", subscriptionID)
+	}
+	before := int(item.Quantity)
+	if before == quantity(seats) {
+		return before, nil
+	}
+	_, err = p.client.V1SubscriptionItems.Update(ctx, item.ID, &stripe.SubscriptionItemUpdateParams{
+		Quantity:          stripe.Int64(int64(quantity(seats))),
+		ProrationBehavior: stripe.String("create_prorations"),
+	})
+	if err != nil {
+		return before, p.wrap("update subscription item", err)
+	}
+	return before, nil
 }
 
 // wrap says what failed in Stripe's words, without the JSON stripe-go puts

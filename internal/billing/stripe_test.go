@@ -1,12 +1,14 @@
 package billing
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/testenv"
@@ -36,6 +38,7 @@ func TestStripeAgainstStripeMock(t *testing.T) {
 
 	for _, c := range []CheckoutRequest{
 		{OrgID: "org_1", Plan: "team", Email: "ada@example.com", SuccessURL: "https://perch.test/billing?checkout=done", CancelURL: "https://perch.test/billing"},
+		{OrgID: "org_1", Plan: "team", Seats: 7, TrialEnd: time.Now().Add(10 * 24 * time.Hour), SuccessURL: "https://perch.test/billing"},
 		{OrgID: "org_1", Plan: "enterprise", CustomerID: "cus_123", SuccessURL: "https://perch.test/billing", CancelURL: "https://perch.test/billing"},
 	} {
 		co, err := p.Checkout(t.Context(), c)
@@ -53,6 +56,12 @@ func TestStripeAgainstStripeMock(t *testing.T) {
 		t.Fatalf("Portal: %v", err)
 	}
 	mustHTTPS(t, "portal URL", u)
+
+	// stripe-mock's subscription has one item of quantity 1: retrieved,
+	// then its quantity updated with proration.
+	if before, err := p.SetSeats(t.Context(), "sub_123", 4); err != nil || before != 1 {
+		t.Fatalf("SetSeats = %d, %v; want 1 before", before, err)
+	}
 
 	// stripe-mock refuses a live key and quotes it back: the error names
 	// Stripe and keeps the key out.
@@ -113,5 +122,85 @@ func TestStripeSendsWhatDESIGNSays(t *testing.T) {
 				t.Errorf("checkout %d: %s = %q, want %q", i, name, got, value)
 			}
 		}
+	}
+}
+
+// TestStripeSendsSeatsAndTrials reads what stripe-go sends for the seats
+// and the trial: the line's quantity is the seat count (at least 1); the
+// trial's end goes as subscription_data.trial_end only when at least 48
+// hours away; a seat change retrieves the subscription, then updates the
+// plan item's quantity with create_prorations, and nothing when it bills
+// the count already.
+func TestStripeSendsSeatsAndTrials(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var calls []string
+	var forms []url.Values
+	quantity := 3
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		forms = append(forms, r.PostForm)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/checkout/sessions":
+			w.Write([]byte(`{"id":"cs_test_1","object":"checkout.session","url":"https://checkout.stripe.com/c/pay/cs_test_1"}`))
+		case "/v1/subscriptions/sub_1":
+			fmt.Fprintf(w, `{"id":"sub_1","object":"subscription","status":"active","items":{"object":"list","data":[
+				{"id":"si_addon","object":"subscription_item","quantity":9,"price":{"id":"price_addon","object":"price"}},
+				{"id":"si_team","object":"subscription_item","quantity":%d,"price":{"id":"price_team","object":"price"}}]}}`, quantity)
+		case "/v1/subscription_items/si_team":
+			fmt.Fprintf(w, `{"id":"si_team","object":"subscription_item","quantity":%s}`, r.PostForm.Get("quantity"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p := NewStripeAt("sk_test_a", srv.URL, stripePrices, nil, func() time.Time { return now })
+
+	trialEnd := now.Add(StripeMinTrial + time.Second)
+	for _, c := range []CheckoutRequest{
+		{OrgID: "org_a", Plan: "team", Seats: 12, TrialEnd: trialEnd},
+		{OrgID: "org_a", Plan: "team", Seats: 0, TrialEnd: now.Add(StripeMinTrial)}, // too soon for Stripe
+	} {
+		if _, err := p.Checkout(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := forms[0].Get("line_items[0][quantity]"); got != "12" {
+		t.Errorf("quantity %q, want the 12 seats", got)
+	}
+	if got := forms[0].Get("subscription_data[trial_end]"); got != fmt.Sprint(trialEnd.Unix()) {
+		t.Errorf("trial_end %q, want %d", got, trialEnd.Unix())
+	}
+	if got := forms[1].Get("line_items[0][quantity]"); got != "1" {
+		t.Errorf("no seats: quantity %q, want 1", got)
+	}
+	if _, sent := forms[1]["subscription_data[trial_end]"]; sent {
+		t.Errorf("a trial ending in 48 hours was sent: %v", forms[1])
+	}
+
+	if before, err := p.SetSeats(t.Context(), "sub_1", 5); err != nil || before != 3 {
+		t.Fatalf("SetSeats(5) = %d, %v", before, err)
+	}
+	if last := forms[len(forms)-1]; last.Get("quantity") != "5" || last.Get("proration_behavior") != "create_prorations" {
+		t.Errorf("the item update sent %v", last)
+	}
+	mu.Lock()
+	quantity = 5
+	mu.Unlock()
+	if before, err := p.SetSeats(t.Context(), "sub_1", 5); err != nil || before != 5 {
+		t.Fatalf("SetSeats(5) again = %d, %v", before, err)
+	}
+	want := []string{"POST /v1/checkout/sessions", "POST /v1/checkout/sessions", "GET /v1/subscriptions/sub_1",
+		"POST /v1/subscription_items/si_team", "GET /v1/subscriptions/sub_1"}
+	if strings.Join(calls, ", ") != strings.Join(want, ", ") {
+		t.Errorf("calls %v, want %v", calls, want)
 	}
 }

@@ -20,6 +20,7 @@ type billingStore interface {
 	OrgOwnersAndAdmins(ctx context.Context, orgID string) ([]string, error)
 	Plans(ctx context.Context) ([]*perch.Plan, error)
 	RecordCheckout(ctx context.Context, provider, checkoutID, orgID string) error
+	Seats(ctx context.Context, orgID string) (*store.SeatState, error)
 	Subscription(ctx context.Context, orgID string) (*perch.Subscription, error)
 	TrialsEndingSoon(ctx context.Context, now time.Time, within time.Duration) ([]store.TrialEnding, error)
 }
@@ -60,15 +61,37 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if sub.Plan == in.Plan && sub.Status == perch.PlanActive {
+	provider := s.opts.Billing.Provider.Name()
+	live := sub.SubscriptionID != "" && perch.LiveSubscription(sub.Status)
+	switch {
+	case sub.Status == perch.PlanPastDue:
+		// A second checkout would open a second subscription beside the
+		// unpaid one; the payment owed is settled in the portal.
+		return perch.Errorf(perch.EPAYMENTPASTDUE, "A payment for the %s plan is past due: settle it, or change the payment method, in the billing portal "+
+			"(POST /api/v1/billing/portal, or Manage billing on the billing page) before starting another checkout.", sub.Plan)
+	case sub.Plan == in.Plan && sub.Status == perch.PlanActive:
 		return perch.Errorf(perch.EALREADYSUBSCRIBED, "The organisation already pays for the %s plan; the billing portal changes or cancels it.", in.Plan)
+	case live && sub.Provider != "" && sub.Provider != provider:
+		return perch.Errorf(perch.ECONFLICT, "The organisation's subscription is at %s: an organisation has one payment provider, "+
+			"so cancel it there before subscribing through %s.", sub.Provider, provider)
 	}
 	customer := ""
-	if sub.Provider == s.opts.Billing.Provider.Name() {
+	if sub.Provider == provider {
 		customer = sub.CustomerID
+	}
+	seats, err := s.billingDB.Seats(r.Context(), u.OrgID)
+	if err != nil {
+		return err
+	}
+	// The rest of a trial Perch started goes to the provider, so that the
+	// subscription starts billing when the trial would have ended.
+	var trialEnd time.Time
+	if sub.Status == perch.PlanTrialing && sub.SubscriptionID == "" && sub.TrialEndsAt != nil {
+		trialEnd = *sub.TrialEndsAt
 	}
 	back := s.baseURL() + billingPage
 	co, err := s.opts.Billing.Provider.Checkout(r.Context(), billing.CheckoutRequest{OrgID: u.OrgID, Plan: in.Plan, Email: u.Email,
+		Seats: seats.Seats, TrialEnd: trialEnd,
 		CustomerID: customer, SuccessURL: back + "?checkout=done", CancelURL: back + "?checkout=canceled"})
 	if errors.Is(err, billing.ErrNoPrice) {
 		return perch.Problems{"plan": "has no price at the payment provider yet"}.Err()
@@ -82,7 +105,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditCheckoutStarted, Target: orgTarget(u.OrgID),
-		Changes: map[string]any{"plan": in.Plan, "provider": s.opts.Billing.Provider.Name(), "checkout_id": co.ID}})
+		Changes: map[string]any{"plan": in.Plan, "provider": provider, "checkout_id": co.ID, "seats": max(seats.Seats, 1)}})
 	return respond(w, http.StatusOK, map[string]string{"checkout_url": co.URL, "provider": s.opts.Billing.Provider.Name()})
 }
 

@@ -18,23 +18,24 @@ import (
 // organisation's subscription, and tell the owners and admins what they
 // must act on.
 
-// signatureTolerance is how far a signature's time may be from now.
-const signatureTolerance = 5 * time.Minute
-
 // paymentSender is what differs between the two payment receivers.
 type paymentSender struct {
 	provider string // perch.BillingStripe or perch.BillingPaddle
 	source   string // the notifications' source: payments-a or payments-b
 	header   string // the signature's header
-	secret   func(o *Options) string
-	verify   func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
-	parse    func(body []byte) (perch.BillingEvent, bool, error)
+	// tolerance is how far a signature's time may be from now: the
+	// provider's own libraries' window (webhooks.StripeTolerance, 300 s;
+	// webhooks.PaddleTolerance, 5 s).
+	tolerance time.Duration
+	secret    func(o *Options) string
+	verify    func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
+	parse     func(body []byte) (perch.BillingEvent, bool, error)
 }
 
 var (
-	stripeSender = paymentSender{provider: perch.BillingStripe, source: perch.SourcePaymentsA, header: "Stripe-Signature",
+	stripeSender = paymentSender{provider: perch.BillingStripe, source: perch.SourcePaymentsA, header: "Stripe-Signature", tolerance: webhooks.StripeTolerance,
 		secret: func(o *Options) string { return o.Billing.StripeWebhookSecret }, verify: webhooks.VerifyStripeSignature, parse: webhooks.StripeEvent}
-	paddleSender = paymentSender{provider: perch.BillingPaddle, source: perch.SourcePaymentsB, header: "Paddle-Signature",
+	paddleSender = paymentSender{provider: perch.BillingPaddle, source: perch.SourcePaymentsB, header: "Paddle-Signature", tolerance: webhooks.PaddleTolerance,
 		secret: func(o *Options) string { return o.Billing.PaddleWebhookSecret }, verify: webhooks.VerifyPaddleSignature, parse: webhooks.PaddleEvent}
 )
 
@@ -60,7 +61,7 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := p.verify(secret, r.Header.Get(p.header), body, s.now(), signatureTolerance); err != nil {
+		if err := p.verify(secret, r.Header.Get(p.header), body, s.now(), p.tolerance); err != nil {
 			return perch.Errorf(perch.EBADREQUEST, "%s: %s", p.header, perch.ErrorMessage(err))
 		}
 		ev, ok, err := p.parse(body)
@@ -105,7 +106,15 @@ func (s *Server) paymentReceiver(p paymentSender) handlerFunc {
 // completion that binds it, and is only noted.
 func (s *Server) logIgnoredPayment(r *http.Request, p paymentSender, ev perch.BillingEvent, out *store.BillingOutcome) {
 	level, msg := slog.LevelInfo, "a payment event named an organisation that no completed checkout is linked to; it changed nothing"
-	if out.Bound != "" {
+	switch {
+	case out.OtherProvider != "":
+		// One provider per organisation: refused, and kept in the
+		// organisation's audit log, where its owners look.
+		level, msg = slog.LevelWarn, "a payment event concerned an organisation billed through the other provider; it changed nothing"
+		s.audit(r, perch.AuditEntry{Action: perch.AuditBillingRefused, Actor: perch.AuditActor{Type: perch.ActorProvider, ID: p.provider},
+			Target: orgTarget(out.Bound), OrgID: out.Bound, Changes: map[string]any{"event": ev.Type, "event_id": ev.ID,
+				"provider": p.provider, "billed_through": out.OtherProvider}})
+	case out.Bound != "":
 		level, msg = slog.LevelWarn, "a payment event named another organisation than the one its subscription is linked to; it changed nothing"
 	}
 	s.log.Log(r.Context(), level, msg, "provider", p.provider, "event_id", ev.ID, "type", ev.Type, "named_org", ev.OrgID,
@@ -126,6 +135,9 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 	if b.CancelAtPeriodEnd != a.CancelAtPeriodEnd {
 		changes["cancel_at_period_end"] = a.CancelAtPeriodEnd
 	}
+	if seats(b) != seats(a) {
+		changes["seats"] = []any{seatsValue(b), seatsValue(a)}
+	}
 	s.audit(r, perch.AuditEntry{Action: perch.AuditSubscriptionChanged, Actor: perch.AuditActor{Type: perch.ActorProvider, ID: p.provider},
 		Target: orgTarget(out.OrgID), OrgID: out.OrgID, Changes: changes})
 	// Owners hear of a change, not of every retry: a payment that fails
@@ -138,7 +150,46 @@ func (s *Server) subscriptionChanged(r *http.Request, p paymentSender, ev perch.
 	case ev.Alert == perch.AlertCanceled && b.Status != perch.PlanCanceled:
 		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityWarning,
 			"The subscription was canceled", "The organisation's "+a.Plan+" subscription has ended. Choose a plan on the billing page to continue.")
+	case ev.Alert == perch.AlertTrialEnding && a.Status == perch.PlanTrialing && a.TrialEndsAt != nil:
+		// Stripe sends it three days before the trial's end (at once, when
+		// the trial is shorter); the event's id keeps it to one notice.
+		days := trialDays(a.TrialEndsAt.Sub(ev.OccurredAt))
+		s.tellBillers(r.Context(), out.OrgID, p.source, p.provider+"|"+ev.ID, perch.SeverityWarning,
+			fmt.Sprintf("The trial ends in %d %s", days, plural(days, "day", "days")),
+			fmt.Sprintf("The organisation's %s trial ends on %s; then the subscription bills the payment method on file. "+
+				"The billing portal changes or cancels it.", a.Plan, a.TrialEndsAt.UTC().Format("2 January")))
 	}
+}
+
+// trialDays is a trial's remaining time in whole days, rounded up and at
+// least one: Stripe's "three days" notice is sent 72 hours before.
+func trialDays(left time.Duration) int {
+	return max(1, int((left+24*time.Hour-time.Minute)/(24*time.Hour)))
+}
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// seats is a subscription's billed seats, -1 for none.
+func seats(sub *perch.Subscription) int {
+	if sub == nil || sub.Seats == nil {
+		return -1
+	}
+	return *sub.Seats
+}
+
+// seatsValue is a subscription's billed seats as the audit log shows
+// them: a number, or null for none.
+func seatsValue(sub *perch.Subscription) any {
+	if n := seats(sub); n >= 0 {
+		return n
+	}
+	return nil
 }
 
 // tellBillers notifies the organisation's owners and admins, each on

@@ -102,7 +102,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 	t.Cleanup(func() { stopWriter(); <-writerDone })
 	// The worker is built as serve builds it, and not run: tests tick it.
 	wo := worker.Options{Store: s, Ingest: o.Ingest, Mailer: o.Mailer, Secrets: o.Secrets, Logger: logger,
-		BaseURL: o.BaseURL, Now: o.Now}
+		BaseURL: o.BaseURL, Now: o.Now, Billing: o.Billing.Provider}
 	o.Worker = worker.New(wo)
 	srv := New(o)
 	if _, bench := t.(*testing.B); !bench {

@@ -15,19 +15,19 @@ import (
 // subscriptionColumns are the columns of an organisation (aliased o) that
 // make its perch.Subscription, read by subscriptionRow.
 const subscriptionColumns = `o.plan, o.plan_status, o.trial_ends_at, o.current_period_end, o.cancel_at_period_end,
-	o.billing_provider, o.billing_customer_id, o.billing_subscription_id, o.billing_event_at`
+	o.billing_provider, o.billing_customer_id, o.billing_subscription_id, o.billing_event_at, o.billing_seats`
 
 // subscriptionRow receives subscriptionColumns: the Org read scans them
 // beside its own columns, in one query.
 type subscriptionRow struct {
-	sub                       perch.Subscription
-	trial, periodEnd, eventAt sql.NullInt64
+	sub                              perch.Subscription
+	trial, periodEnd, eventAt, seats sql.NullInt64
 }
 
 // dest answers where Scan puts subscriptionColumns, in their order.
 func (r *subscriptionRow) dest() []any {
 	return []any{&r.sub.Plan, &r.sub.Status, &r.trial, &r.periodEnd, &r.sub.CancelAtPeriodEnd,
-		&r.sub.Provider, &r.sub.CustomerID, &r.sub.SubscriptionID, &r.eventAt}
+		&r.sub.Provider, &r.sub.CustomerID, &r.sub.SubscriptionID, &r.eventAt, &r.seats}
 }
 
 // subscription answers the scanned subscription, its times converted.
@@ -36,6 +36,11 @@ func (r *subscriptionRow) subscription() *perch.Subscription {
 	sub.TrialEndsAt, sub.CurrentPeriodEnd = fromNullMS(r.trial), fromNullMS(r.periodEnd)
 	if r.eventAt.Valid {
 		sub.LastEventAt = fromMS(r.eventAt.Int64)
+	}
+	// Seats are shown while a provider subscription bills them.
+	if r.seats.Valid && sub.SubscriptionID != "" && perch.LiveSubscription(sub.Status) {
+		n := int(r.seats.Int64)
+		sub.Seats = &n
 	}
 	return &sub
 }
@@ -72,6 +77,11 @@ type BillingOutcome struct {
 	// checkout is bound to, when it was Ignored for naming another ("" if
 	// none is).
 	Bound string
+	// OtherProvider, with Ignored and Bound, says the organisation is
+	// billed by another provider (this one): an organisation has one
+	// provider while its subscription there is live, and an event of the
+	// other is never applied to it.
+	OtherProvider string
 }
 
 // maxBillingField bounds the provider's ids and event type as stored: the
@@ -182,7 +192,7 @@ func (s *Store) ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, pl
 		}
 		target, err := s.billingTarget(ctx, tx, ev)
 		if err != nil || target.orgID == "" {
-			out.Ignored, out.Bound = target.ignored, target.bound
+			out.Ignored, out.Bound, out.OtherProvider = target.ignored, target.bound, target.otherProvider
 			return err
 		}
 		out.OrgID = target.orgID
@@ -204,8 +214,12 @@ func (s *Store) ApplyBillingEvent(ctx context.Context, ev perch.BillingEvent, pl
 		if err := expectOne(res, err, "Organisation"); err != nil {
 			return err
 		}
-		out.After, err = s.subscription(ctx, tx, out.OrgID)
-		return err
+		if out.After, err = s.subscription(ctx, tx, out.OrgID); err != nil {
+			return err
+		}
+		// A new or changed subscription bills what it bills: when that is
+		// not the seat count, the seat job sets it.
+		return s.queueSeatJobs(ctx, tx, true, out.OrgID)
 	})
 	if err != nil {
 		return nil, err
@@ -244,6 +258,9 @@ func billingSets(ev perch.BillingEvent, plan string) ([]string, []any) {
 	if ev.CancelAtPeriodEnd != nil {
 		set(`cancel_at_period_end = ?`, *ev.CancelAtPeriodEnd)
 	}
+	if ev.Seats != nil {
+		set(`billing_seats = ?`, *ev.Seats)
+	}
 	return sets, args
 }
 
@@ -251,7 +268,7 @@ func billingSets(ev perch.BillingEvent, plan string) ([]string, []any) {
 // why not (ignored; "" when the event names nothing of this server's) and
 // the organisation bound to what it names.
 type eventTarget struct {
-	orgID, ignored, bound string
+	orgID, ignored, bound, otherProvider string
 }
 
 // billingTarget finds the organisation ev may change and holds its row
@@ -305,6 +322,16 @@ func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingE
 	}
 	// Whoever is bound decides; else the checkout's organisation binds.
 	target := cmp.Or(bound, opened)
+	// One provider per organisation: whatever the event names, or
+	// completes, an organisation with a live subscription at the other
+	// provider is that provider's.
+	if named := cmp.Or(target, ev.OrgID); named != "" {
+		other, err := s.otherProvider(ctx, tx, named, ev.Provider)
+		if err != nil || other != "" {
+			return eventTarget{ignored: "The organisation it concerns is billed through " + other + ", not " + ev.Provider +
+				": an organisation has one payment provider while its subscription there is live.", bound: named, otherProvider: other}, err
+		}
+	}
 	switch {
 	case target == "" && ev.OrgID == "":
 		return eventTarget{}, nil
@@ -318,6 +345,23 @@ func (s *Store) billingTarget(ctx context.Context, tx *sql.Tx, ev perch.BillingE
 	// Held (the bound one is already); gone with its checkouts, were it deleted.
 	id, err := lookup(`SELECT id FROM orgs WHERE id = ?`, target)
 	return eventTarget{orgID: id}, err
+}
+
+// otherProvider answers the provider, other than provider, through which
+// orgID has a live subscription (perch.LiveSubscription), or "".
+func (s *Store) otherProvider(ctx context.Context, tx *sql.Tx, orgID, provider string) (string, error) {
+	var bound, subscription, status string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT billing_provider, billing_subscription_id, plan_status FROM orgs WHERE id = ?`), orgID).
+		Scan(&bound, &subscription, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", err
+	case bound != "" && bound != provider && subscription != "" && perch.LiveSubscription(status):
+		return bound, nil
+	}
+	return "", nil
 }
 
 // ExpiredTrial is an organisation ExpireTrials moved to solo, with the plan

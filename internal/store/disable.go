@@ -36,6 +36,9 @@ func (s *Store) disableUser(ctx context.Context, tx *sql.Tx, userID, by string, 
 	if sessions, err = s.revokeSessions(ctx, tx, userID, "", now); err != nil {
 		return nil, nil, err
 	}
+	if err := s.seatsChangedFor(ctx, tx, userID); err != nil { // a disabled member holds no billed seat
+		return nil, nil, err
+	}
 	apiTokens, err = column[string](tx.QueryContext(ctx, s.q(`SELECT id FROM api_tokens WHERE user_id = ? AND is_active`), userID))
 	return sessions, apiTokens, err
 }
@@ -46,9 +49,15 @@ func (s *Store) disableUser(ctx context.Context, tx *sql.Tx, userID, by string, 
 // identity provider's management again: a SCIM deletion is lifted with
 // the disable, so that the provider sees (and can deprovision) it.
 func (s *Store) enableUser(ctx context.Context, tx *sql.Tx, userID, by string, now int64) error {
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '', scim_deleted_at = NULL, updated_at = ?
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET disabled_at = NULL, disabled_by = '', scim_deleted_at = NULL, updated_at = ?
 		WHERE id = ? AND disabled_at IS NOT NULL AND (? OR disabled_by = ?)`), now, userID, by == DisabledByAdmin, DisabledBySCIM)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // an account that was enabled already changes no seat
+	}
+	return s.seatsChangedFor(ctx, tx, userID)
 }
 
 // disabledError is the answer to a disabled account's sign-in or password

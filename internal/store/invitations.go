@@ -234,7 +234,10 @@ func (s *Store) CreateInvitedUser(ctx context.Context, name, email, passwordHash
 		if isUniqueViolation(err) {
 			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists: sign in and accept the invitation.")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.seatsChanged(ctx, tx, u.OrgID)
 	})
 	if err != nil {
 		return nil, err

@@ -110,13 +110,14 @@ type FailedJob struct {
 	WorkflowName string
 }
 
-// FailedDeliveries answers one page of orgID's jobs that were refused or
-// given up, the most recently given up first, and the cursor of the next
+// FailedDeliveries answers one page of orgID's deliveries (workflow
+// forwards and e-mails: not the organisation's other jobs, such as
+// billing's seat updates) that were refused or given up, the most recently given up first, and the cursor of the next
 // page ("" after the last); a cursor this store did not answer is
 // EBADREQUEST.
 func (s *Store) FailedDeliveries(ctx context.Context, orgID string, page perch.Page) ([]FailedJob, string, error) {
-	where := []string{`j.org_id = ?`, `j.failed_at IS NOT NULL`}
-	args := []any{orgID}
+	where := []string{`j.org_id = ?`, `j.failed_at IS NOT NULL`, `j.kind IN (?, ?)`}
+	args := []any{orgID, JobWorkflowForward, JobWorkflowEmail}
 	if page.Cursor != "" {
 		at, id, err := decodeFailedCursor(page.Cursor)
 		if err != nil {
@@ -201,7 +202,8 @@ func (s *Store) RequeueJob(ctx context.Context, orgID, id string, allowRefused b
 		lock = ` FOR UPDATE`
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		before, err = scanJob(tx.QueryRowContext(ctx, s.q(`SELECT `+jobColumns+` FROM jobs WHERE id = ? AND org_id = ?`+lock), id, orgID))
+		before, err = scanJob(tx.QueryRowContext(ctx, s.q(`SELECT `+jobColumns+` FROM jobs WHERE id = ? AND org_id = ? AND kind IN (?, ?)`+lock),
+			id, orgID, JobWorkflowForward, JobWorkflowEmail))
 		if err != nil {
 			return notFound(err, "Delivery")
 		}

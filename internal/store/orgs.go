@@ -178,5 +178,8 @@ func (s *Store) moveUser(ctx context.Context, tx *sql.Tx, userID, fromOrg, toOrg
 	now := ms(s.now())
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET org_id = ?, org_role = ?, joined_at = ?, updated_at = ?, scim_deleted_at = NULL WHERE id = ?`),
 		toOrg, role, now, now, userID)
-	return expectOne(res, err, "User")
+	if err := expectOne(res, err, "User"); err != nil {
+		return err
+	}
+	return s.seatsChanged(ctx, tx, fromOrg, toOrg)
 }

@@ -353,7 +353,10 @@ func (s *Store) CreateSSOUser(ctx context.Context, orgID, email, name, role stri
 		if isUniqueViolation(err) {
 			return perch.Errorf(perch.ECONFLICT, "An account with this e-mail address already exists.")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.seatsChanged(ctx, tx, orgID)
 	})
 	if err != nil {
 		return nil, err

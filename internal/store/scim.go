@@ -236,6 +236,9 @@ func (s *Store) CreateSCIMUser(ctx context.Context, orgID string, w SCIMWrite) (
 		if err := s.putSCIMRecord(ctx, tx, orgID, id, w, ms(now)); err != nil {
 			return err
 		}
+		if err := s.seatsChanged(ctx, tx, orgID); err != nil {
+			return err
+		}
 		out, err = s.scimUser(ctx, tx, orgID, id)
 		return err
 	})

@@ -39,6 +39,9 @@ func TestDashboardBilling(t *testing.T) {
 		}
 		page := owner.Get(base + "/org/billing")
 		has(t, page, 200, "<h1>Billing</h1>", `id="billing-status">trialing`, `id="trial-left">14 days left`, `id="seats">1 of 25 used`, `id="checkout-team"`)
+		if strings.Contains(page.Body, `id="seats-billed"`) || strings.Contains(page.Body, `id="past-due"`) {
+			t.Error("Perch's own trial shows seats billed, or a payment past due")
+		}
 		if strings.Contains(page.Body, `id="billing-banner"`) {
 			t.Error("a banner two weeks before the trial ends")
 		}
@@ -69,11 +72,17 @@ func TestDashboardBilling(t *testing.T) {
 		// the organisation), with a failed payment.
 		if out, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: e.clock.Now(),
 			OrgID: olive.OrgID, CheckoutID: fake.Transactions()[0].ID, CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny",
-			SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue}, "team"); err != nil || out.OrgID != olive.OrgID {
+			SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue, Seats: new(1)}, "team"); err != nil || out.OrgID != olive.OrgID {
 			t.Fatalf("the failed payment: %+v, %v", out, err)
 		}
 		has(t, owner.Get(base+"/org"), 200, `id="billing-banner"`, "The last payment failed")
-		has(t, owner.Get(base+"/org/billing"), 200, `id="portal"`)
+		// Past due: the seats billed, the portal, and no checkout (the API
+		// refuses one until the payment is settled).
+		page = owner.Get(base + "/org/billing")
+		has(t, page, 200, `id="portal"`, `id="seats-billed">1 seat:`, `id="past-due"`)
+		if strings.Contains(page.Body, `id="checkout-`) {
+			t.Error("the page offers a checkout while a payment is past due")
+		}
 		has(t, owner.Submit(samltest.Form{Action: base + "/org/billing/portal"}), 200, `id="billing-go"`, "the billing portal")
 	})
 }

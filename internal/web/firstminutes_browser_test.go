@@ -11,6 +11,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/billing"
+	"github.com/perch-dev/perch/internal/billing/paddlefake"
+	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
@@ -252,5 +256,55 @@ func TestSingleSignOnPageFitsAPhone(t *testing.T) {
 	b.click(`form[action="/org/sso"] button[type="submit"]`)
 	b.do("wait for the saved settings", waitVisible(".flash"))
 	b.fits("org-sso")
+	checkConsole(t, b)
+}
+
+// TestBillingSeatsInTheBrowser: with billing on, the billing page of an
+// organisation whose payment is past due shows the seats its subscription
+// bills and sends it to the portal rather than to another checkout; it
+// fits a phone and a laptop.
+func TestBillingSeatsInTheBrowser(t *testing.T) {
+	t.Parallel()
+	fake := paddlefake.Start(t, "pdl_test_key", "pri_team")
+	ln := listen(t)
+	base := "http://" + ln.Addr().String()
+	s := storetest.New(t, store.SQLite)
+	a := newSiteOn(t, ln, s, func(o *server.Options) {
+		o.BaseURL = base
+		o.Billing.Provider = billing.NewPaddle("pdl_test_key", fake.URL(), billing.Prices{"team": "pri_team"}, nil)
+		o.Billing.PaddleWebhookSecret = "pdl_ntfset_test"
+		o.Billing.PricePlans = map[string]string{"pri_team": "team"}
+	})
+	b := newChrome(t, base)
+	t.Logf("screenshots: %s", b.dir)
+	b.signUp("Olive Owner", emailFor("Olive Owner"), goodPassword)
+	olive, _, err := s.UserCredentials(t.Context(), emailFor("Olive Owner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordCheckout(t.Context(), perch.BillingPaddle, "txn_01hv8wptq8987qeep44cyrewp9", olive.OrgID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_1", OccurredAt: a.clock.Now(),
+		CheckoutID: "txn_01hv8wptq8987qeep44cyrewp9", CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny",
+		SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y", Status: perch.PlanPastDue, Seats: new(1)}, "team"); err != nil {
+		t.Fatal(err)
+	}
+
+	b.open("/org/billing", "#billing-facts")
+	if got := b.text("#seats-billed"); got != "1 seat: the enabled members, updated with proration as people join and leave" {
+		t.Errorf("the seats billed read %q", got)
+	}
+	if got := b.text("#past-due"); !strings.Contains(got, "billing portal") {
+		t.Errorf("the past-due notice reads %q", got)
+	}
+	if evaluate[bool](b, `!!document.querySelector('form[action="/org/billing/checkout"]')`) {
+		t.Error("a checkout is offered while a payment is past due")
+	}
+	if !evaluate[bool](b, `!!document.querySelector("#portal")`) {
+		t.Error("no way to the portal while a payment is past due")
+	}
+	b.checkPage("billing-past-due")
+	b.fits("billing-past-due")
 	checkConsole(t, b)
 }

@@ -18,11 +18,17 @@ import (
 type billingData struct {
 	Org       perch.Org
 	Plans     []*perch.Plan
-	Manage    bool   // the viewer is an owner or admin
-	On        bool   // a payment provider is configured; off, plans never lapse
-	TrialDays int    // days left of the trial, when trialing with billing on
-	Go        string // the provider's page to go to now
-	GoTo      string // its name for people: "the checkout", "the billing portal"
+	Manage    bool // the viewer is an owner or admin
+	On        bool // a payment provider is configured; off, plans never lapse
+	TrialDays int  // days left of the trial, when trialing with billing on
+	// Billed is the seats the provider's subscription bills (the API's
+	// subscription.seats), when it bills any: -1 when it does not.
+	Billed int
+	// PastDue: a payment is owed, which the portal settles; the API
+	// refuses a checkout until then, so none is offered.
+	PastDue bool
+	Go      string // the provider's page to go to now
+	GoTo    string // its name for people: "the checkout", "the billing portal"
 }
 
 // banner is a warning across every page.
@@ -54,9 +60,15 @@ func (c *call) billingPage(status int, v view, data *billingData) error {
 	data.Manage, data.On = c.user.IsOrgAdmin(), c.d.billing
 	// With billing off a trial never ends (the billing job leaves it), so
 	// the page counts no days down: the plan is the one an admin set.
-	if sub := data.Org.Subscription; data.On && sub != nil && sub.Status == perch.PlanTrialing && sub.TrialEndsAt != nil {
+	sub := data.Org.Subscription
+	if data.On && sub != nil && sub.Status == perch.PlanTrialing && sub.TrialEndsAt != nil {
 		data.TrialDays = daysUntil(c.d.now(), *sub.TrialEndsAt)
 	}
+	data.Billed = -1
+	if sub != nil && sub.Seats != nil {
+		data.Billed = *sub.Seats
+	}
+	data.PastDue = data.On && sub != nil && sub.Status == perch.PlanPastDue
 	v.Title, v.Nav, v.Data, v.org = "Billing", "billing", data, &data.Org
 	c.render(status, "billing", v)
 	return nil

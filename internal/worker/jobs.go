@@ -189,6 +189,8 @@ func (wk *Worker) runJob(ctx context.Context, client *http.Client, j store.Job) 
 		err = wk.forward(ctx, client, j)
 	case store.JobWorkflowEmail:
 		err = wk.emailJob(ctx, j)
+	case store.JobBillingSeats:
+		err = wk.syncSeats(ctx, j)
 	default:
 		err = fmt.Errorf("this version of Perch does not know jobs of kind %q", j.Kind)
 	}
@@ -221,10 +223,10 @@ func (wk *Worker) runJob(ctx context.Context, client *http.Client, j store.Job) 
 	case rerr != nil:
 		return fmt.Errorf("recording the failure of job %s (%s): %w", j.ID, err, rerr)
 	case gaveUp:
-		wk.log.Warn("a workflow job was given up after failing for "+perch.WorkflowRetryFor.String(),
+		wk.log.Warn("a job was given up after failing for "+perch.WorkflowRetryFor.String(),
 			"job", j.ID, "org", j.OrgID, "kind", j.Kind, "attempts", j.Attempts+1, "err", err)
 	default:
-		wk.log.Info("a workflow job failed; it will be retried", "job", j.ID, "org", j.OrgID, "kind", j.Kind,
+		wk.log.Info("a job failed; it will be retried", "job", j.ID, "org", j.OrgID, "kind", j.Kind,
 			"attempts", j.Attempts+1, "err", err)
 	}
 	return nil

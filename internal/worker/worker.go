@@ -1,6 +1,8 @@
 // Package worker is Perch's background work: the workflows' queued jobs
-// (forwards through internal/netguard and e-mail), the digests whose window
-// ended, and the recording of workflow runs in batches. perch serve starts
+// (forwards through internal/netguard and e-mail), the seats of the
+// organisations' provider subscriptions (set to their member counts), the
+// digests whose window ended, and the recording of workflow runs in
+// batches. perch serve starts
 // a Worker beside ingest.Writer and joins it at shutdown; the HTTP server
 // queues jobs (through the store, with the notifications that made them)
 // and wakes it.
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/netguard"
@@ -46,6 +49,9 @@ type Options struct {
 	Poll time.Duration
 	// Now is the worker's clock; nil means time.Now.
 	Now func() time.Time
+	// Billing is the payment provider whose subscriptions' seats the
+	// worker keeps in step (store.JobBillingSeats); nil is billing off.
+	Billing billing.Provider
 }
 
 // Worker carries out the workflows' background work. Every instance runs

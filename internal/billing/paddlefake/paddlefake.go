@@ -1,6 +1,9 @@
-// Package paddlefake is an httptest fake of the two Paddle Billing endpoints
-// Perch calls: creating a transaction (POST /transactions) and creating a
-// customer portal session (POST /customers/{customer_id}/portal-sessions).
+// Package paddlefake is an httptest fake of the Paddle Billing endpoints
+// Perch calls: creating a transaction (POST /transactions), creating a
+// customer portal session (POST /customers/{customer_id}/portal-sessions),
+// and getting and updating a subscription (GET and PATCH
+// /subscriptions/{subscription_id}, the latter for its items' quantities;
+// subscriptions are made by AddSubscription, as a completed checkout would).
 // Its answers are shaped as Paddle's API reference shows them: a success is
 // {"data": {...}, "meta": {"request_id": "…"}}, a failure {"error": {"type",
 // "code", "detail", "documentation_url"[, "errors"]}, "meta": {...}} with the
@@ -69,6 +72,8 @@ type Server struct {
 	mu       sync.Mutex
 	txns     []Transaction
 	sessions []PortalSession
+	subs     map[string]*Subscription
+	updates  []SubscriptionUpdate
 	fail     *apiError // the next authenticated request's answer, if set
 }
 
@@ -76,13 +81,15 @@ type Server struct {
 // ids; it stops when tb's test ends.
 func Start(tb testing.TB, apiKey string, prices ...string) *Server {
 	tb.Helper()
-	s := &Server{key: apiKey, prices: map[string]bool{}}
+	s := &Server{key: apiKey, prices: map[string]bool{}, subs: map[string]*Subscription{}}
 	for _, p := range prices {
 		s.prices[p] = true
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /transactions", s.createTransaction)
 	mux.HandleFunc("POST /customers/{customer_id}/portal-sessions", s.createPortalSession)
+	mux.HandleFunc("GET /subscriptions/{subscription_id}", s.getSubscription)
+	mux.HandleFunc("PATCH /subscriptions/{subscription_id}", s.updateSubscription)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, code: "not_found",
 			detail: fmt.Sprintf("paddlefake does not serve %s %s.", r.Method, r.URL.Path)})
@@ -146,6 +153,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		s.mu.Unlock()
 		if fail != nil {
 			writeError(w, fail)
+			return
+		}
+		if r.Method == http.MethodGet {
+			next.ServeHTTP(w, r)
 			return
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {

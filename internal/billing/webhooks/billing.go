@@ -52,6 +52,23 @@ func unixTime(path string, v *int64) (*time.Time, error) {
 	return &t, nil
 }
 
+// maxSeats bounds a subscription quantity Perch takes as its seats: above
+// any plan's seat cap by far, and far from overflowing a database integer.
+const maxSeats = 1_000_000
+
+// seats reads a subscription's quantity as the seats it bills: nil when
+// the event gives none; a quantity below 0 or above maxSeats is refused.
+func seats(path string, q *int) (*int, error) {
+	if q == nil {
+		return nil, nil
+	}
+	if *q < 0 || *q > maxSeats {
+		return nil, badRequest("%s must be a quantity from 0 to %d, not %d.", path, maxSeats, *q)
+	}
+	n := *q
+	return &n, nil
+}
+
 // rfc3339Time reads an RFC 3339 time, as Paddle sends them (with or without
 // fractional seconds, in any offset), from 1970 on; "" means the event gives
 // no such time.

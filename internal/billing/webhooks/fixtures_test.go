@@ -32,13 +32,13 @@ func TestBillingFixtures(t *testing.T) {
 		{"stripe/customer.subscription.deleted.json", true, perch.BillingEvent{
 			Provider: perch.BillingStripe, ID: "evt_1J02QdJDPojXS6LNnOJB09Xb", Type: "customer.subscription.deleted", OccurredAt: unix(1623149102),
 			CustomerID: "cus_IhGfebO16cMIGN", SubscriptionID: "sub_JdIzvfy6o5GZRd", PriceID: "price_1IDQm5JDPojXS6LNM31hxKzp",
-			Status: perch.PlanCanceled, PeriodEnd: unixp(1625740918), CancelAtPeriodEnd: boolp(false), Alert: perch.AlertCanceled,
+			Status: perch.PlanCanceled, PeriodEnd: unixp(1625740918), CancelAtPeriodEnd: boolp(false), Alert: perch.AlertCanceled, Seats: intp(1),
 		}},
 		// Only metadata changed: no alert, the status stays active.
 		{"stripe/customer.subscription.updated.json", true, perch.BillingEvent{
 			Provider: perch.BillingStripe, ID: "evt_1IlavxJDPojXS6LNGNOrPWFQ", Type: "customer.subscription.updated", OccurredAt: unix(1619706820),
 			CustomerID: "cus_IhGfebO16cMIGN", SubscriptionID: "sub_JLEPMp81LApOJl", PriceID: "price_1IDQm5JDPojXS6LNM31hxKzp",
-			Status: perch.PlanActive, PeriodEnd: unixp(1621572344), CancelAtPeriodEnd: boolp(false),
+			Status: perch.PlanActive, PeriodEnd: unixp(1621572344), CancelAtPeriodEnd: boolp(false), Seats: intp(1),
 		}},
 		// API 2016-07-06: the subscription is named only by the line of type
 		// subscription.
@@ -61,18 +61,18 @@ func TestBillingFixtures(t *testing.T) {
 		{"paddle/subscription.created.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "subscription.created", OccurredAt: rfc3339(t, wrappedPaddleTime),
 			CheckoutID: "txn_01hv8wptq8987qeep44cyrewp9", CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
-			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:18:47.635628Z"), CancelAtPeriodEnd: boolp(false),
+			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:18:47.635628Z"), CancelAtPeriodEnd: boolp(false), Seats: intp(10),
 		}},
 		{"paddle/subscription.updated.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "subscription.updated", OccurredAt: rfc3339(t, wrappedPaddleTime),
 			CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
-			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:37:59.556997Z"), CancelAtPeriodEnd: boolp(false),
+			Status: perch.PlanActive, PeriodEnd: rfc3339p(t, "2024-05-12T10:37:59.556997Z"), CancelAtPeriodEnd: boolp(false), Seats: intp(20),
 		}},
 		// A canceled subscription has no current billing period.
 		{"paddle/subscription.canceled.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "subscription.canceled", OccurredAt: rfc3339(t, wrappedPaddleTime),
 			CustomerID: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4", SubscriptionID: "sub_01hv8x29kz0t586xy6zn1a62ny", PriceID: "pri_01gsz8x8sawmvhz1pv30nge1ke",
-			Status: perch.PlanCanceled, CancelAtPeriodEnd: boolp(false), Alert: perch.AlertCanceled,
+			Status: perch.PlanCanceled, CancelAtPeriodEnd: boolp(false), Alert: perch.AlertCanceled, Seats: intp(20),
 		}},
 		{"paddle/transaction.completed.data_only.json", true, perch.BillingEvent{
 			Provider: perch.BillingPaddle, ID: wrappedID, Type: "transaction.completed", OccurredAt: rfc3339(t, wrappedPaddleTime),
@@ -170,6 +170,9 @@ func billingEventDiff(got, want perch.BillingEvent) []string {
 			diffs = append(diffs, fmt.Sprintf("%s = %s, want %s", name, timeText(g), timeText(w)))
 		}
 	}
+	if (got.Seats == nil) != (want.Seats == nil) || got.Seats != nil && *got.Seats != *want.Seats {
+		diffs = append(diffs, fmt.Sprintf("Seats = %s, want %s", intText(got.Seats), intText(want.Seats)))
+	}
 	times("TrialEndsAt", got.TrialEndsAt, want.TrialEndsAt)
 	times("PeriodEnd", got.PeriodEnd, want.PeriodEnd)
 	if (got.CancelAtPeriodEnd == nil) != (want.CancelAtPeriodEnd == nil) ||
@@ -201,6 +204,15 @@ func unixp(s int64) *time.Time {
 }
 
 func boolp(b bool) *bool { return &b }
+
+func intp(n int) *int { return &n }
+
+func intText(n *int) string {
+	if n == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*n)
+}
 
 func rfc3339(tb testing.TB, s string) time.Time {
 	tb.Helper()

@@ -99,8 +99,11 @@ func checkBillingEvent(t *testing.T, ev perch.BillingEvent, ok bool, err error, 
 	if ev.Status != "" && !perch.ValidPlanStatus(ev.Status) || ev.Status == perch.PlanNone {
 		t.Fatalf("status %q", ev.Status)
 	}
-	if ev.Alert != "" && ev.Alert != perch.AlertPaymentFailed && ev.Alert != perch.AlertCanceled {
+	if ev.Alert != "" && ev.Alert != perch.AlertPaymentFailed && ev.Alert != perch.AlertCanceled && ev.Alert != perch.AlertTrialEnding {
 		t.Fatalf("alert %q", ev.Alert)
+	}
+	if ev.Seats != nil && (*ev.Seats < 0 || *ev.Seats > maxSeats) {
+		t.Fatalf("seats %d cannot be stored", *ev.Seats)
 	}
 	for _, id := range []string{ev.ID, ev.Type, ev.OrgID, ev.CustomerID, ev.SubscriptionID, ev.PriceID} {
 		if len(id) > maxBillingID || strings.ContainsFunc(id, unicode.IsControl) || !utf8.ValidString(id) {

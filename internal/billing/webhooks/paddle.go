@@ -19,6 +19,7 @@ type paddleItem struct {
 		ID string `json:"id"`
 	} `json:"price"`
 	PriceID    string `json:"price_id"` // transaction items of older notifications
+	Quantity   *int   `json:"quantity"`
 	TrialDates *struct {
 		EndsAt string `json:"ends_at"`
 	} `json:"trial_dates"`
@@ -148,6 +149,9 @@ func paddleSubscriptionEvent(ev *perch.BillingEvent, raw json.RawMessage) (bool,
 	if len(s.Items) > 0 {
 		item := s.Items[0]
 		ev.PriceID = itemPrice(item)
+		if ev.Seats, err = seats("data.items[0].quantity", item.Quantity); err != nil {
+			return false, err
+		}
 		if item.TrialDates != nil {
 			if ev.TrialEndsAt, err = rfc3339Time("data.items[0].trial_dates.ends_at", item.TrialDates.EndsAt); err != nil {
 				return false, err

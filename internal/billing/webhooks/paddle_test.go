@@ -123,6 +123,8 @@ func TestPaddleEventRefuses(t *testing.T) {
 			"data.current_billing_period.ends_at must be an RFC 3339 time"},
 		{"a trial end that is not a time", string(paddleBody("subscription.created", `{"id":"sub_1","items":[{"trial_dates":{"ends_at":"2024-13-01T00:00:00Z"}}]}`)),
 			"data.items[0].trial_dates.ends_at must be an RFC 3339 time"},
+		{"a quantity beyond any plan", string(paddleBody("subscription.updated", `{"id":"sub_1","items":[{"price":{"id":"pri_team"},"quantity":1000001}]}`)),
+			"data.items[0].quantity must be a quantity from 0 to 1000000"},
 		{"a scheduled change that is not an object", string(paddleBody("subscription.updated", `{"id":"sub_1","scheduled_change":"cancel"}`)),
 			"data.scheduled_change must be an object, not a string"},
 		{"a billing period end that is not a time", string(paddleBody("transaction.completed", `{"subscription_id":"sub_1","billing_period":{"ends_at":"soon"}}`)),

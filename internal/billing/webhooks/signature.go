@@ -17,16 +17,26 @@ import (
 const (
 	maxSignatureHeader = 2048
 	maxSignatures      = 8
-	// defaultSignatureTolerance is the payment providers' window, used when the
-	// caller gives none.
-	defaultSignatureTolerance = 5 * time.Minute
+)
+
+// How far a signature's time may be from now, per provider, as each
+// provider's own libraries check it (docs/DESIGN.md, Billing): each
+// Verify function uses its provider's when the caller gives none.
+const (
+	// StripeTolerance is stripe-go's webhook.DefaultTolerance (300 s), the
+	// window of every Stripe library.
+	StripeTolerance = 300 * time.Second
+	// PaddleTolerance is the 5 seconds of Paddle's SDKs (the Node SDK's
+	// MAX_VALID_TIME_DIFFERENCE, the PHP SDK's Verifier maximumVariance):
+	// Paddle signs as it sends and expects an answer within 5 seconds.
+	PaddleTolerance = 5 * time.Second
 )
 
 // VerifyStripeSignature checks header, the Stripe-Signature value
 // "t=<unix time>,v1=<hex>[,v1=<hex>...]", against body: one of its v1
 // signatures must be the HMAC-SHA256 under secret of "<t>.<body>", and t
-// must be within tolerance of now, either way (5 minutes when tolerance is
-// not positive). Stripe sends one v1 per active secret while a secret is
+// must be within tolerance of now, either way (StripeTolerance when
+// tolerance is not positive). Stripe sends one v1 per active secret while a secret is
 // rolled, so any match is enough; other schemes (v0) are ignored.
 //
 // This is Stripe's documented scheme, as stripe-go's webhook package checks
@@ -46,14 +56,19 @@ func VerifyStripeSignature(secret, header string, body []byte, now time.Time, to
 		return err
 	}
 	signed := strconv.FormatInt(h.unix, 10) + "."
+	if tolerance <= 0 {
+		tolerance = StripeTolerance
+	}
 	return h.check(name, []byte(secret), signed, body, now, tolerance)
 }
 
 // VerifyPaddleSignature checks header, the Paddle-Signature value
 // "ts=<unix time>;h1=<hex>[;h1=<hex>...]", against body: one of its h1
 // signatures must be the HMAC-SHA256 under secret of "<ts>:<body>", and ts
-// must be within tolerance of now, either way (5 minutes when tolerance is
-// not positive). Paddle sends one h1 per active secret while a secret is
+// must be within tolerance of now, either way (PaddleTolerance when
+// tolerance is not positive). Paddle's SDKs refuse only a timestamp more
+// than 5 seconds old; one as far in the future is refused here too, as it
+// can only come from a wrong clock. Paddle sends one h1 per active secret while a secret is
 // rotated, so any match is enough.
 //
 // A missing, malformed, wrong or stale signature is a perch.EBADREQUEST
@@ -68,6 +83,9 @@ func VerifyPaddleSignature(secret, header string, body []byte, now time.Time, to
 	h, err := readSignatureHeader(name, form, header, ";", "ts", "h1")
 	if err != nil {
 		return err
+	}
+	if tolerance <= 0 {
+		tolerance = PaddleTolerance
 	}
 	// Paddle signs the timestamp as it wrote it in the header.
 	return h.check(name, []byte(secret), h.ts+":", body, now, tolerance)
@@ -161,9 +179,6 @@ func (h signatureHeader) check(name string, secret []byte, signed string, body [
 		return badRequest("The %s header does not match the body: the signature is wrong, or the webhook secret is not the one the provider signs with.", name)
 	}
 
-	if tolerance <= 0 {
-		tolerance = defaultSignatureTolerance
-	}
 	// Times, not a difference, are compared: the difference to a timestamp
 	// thousands of years away does not fit a time.Duration.
 	signedAt := time.Unix(h.unix, 0)

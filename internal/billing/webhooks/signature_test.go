@@ -178,18 +178,42 @@ func TestVerifyWithoutSecret(t *testing.T) {
 	}
 }
 
+// TestSignatureToleranceDefault: with no tolerance given, each provider's
+// window is its libraries' (Stripe 300 s, Paddle 5 s), checked at both
+// edges and both ways; a tolerance given replaces it.
 func TestSignatureToleranceDefault(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{}`)
-	now := time.Unix(1_750_000_000, 0)
-	header := SignPaddle("s", body, now)
-	if err := VerifyPaddleSignature("s", header, body, now.Add(4*time.Minute), 0); err != nil {
-		t.Errorf("4 minutes with no tolerance given: %v, want the 5-minute default", err)
+	signedAt := time.Unix(1_750_000_000, 0)
+	stripeHeader := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "s", Timestamp: signedAt}).Header
+	paddleHeader := SignPaddle("s", body, signedAt)
+	if StripeTolerance != webhook.DefaultTolerance {
+		t.Errorf("StripeTolerance = %s, stripe-go's DefaultTolerance %s", StripeTolerance, webhook.DefaultTolerance)
 	}
-	if err := VerifyPaddleSignature("s", header, body, now.Add(6*time.Minute), 0); err == nil {
-		t.Error("6 minutes with no tolerance given: accepted, want the 5-minute default")
+	cases := []struct {
+		name   string
+		verify func(secret, header string, body []byte, now time.Time, tolerance time.Duration) error
+		header string
+		edge   time.Duration
+	}{
+		{"Stripe", VerifyStripeSignature, stripeHeader, 300 * time.Second},
+		{"Paddle", VerifyPaddleSignature, paddleHeader, 5 * time.Second},
 	}
-	if err := VerifyPaddleSignature("s", header, body, now.Add(59*time.Minute), time.Hour); err != nil {
+	for _, c := range cases {
+		for _, at := range []struct {
+			offset time.Duration
+			ok     bool
+		}{
+			{c.edge, true}, {c.edge + time.Second, false}, // received late
+			{-c.edge, true}, {-c.edge - time.Second, false}, // a clock ahead
+		} {
+			err := c.verify("s", c.header, body, signedAt.Add(at.offset), 0)
+			if (err == nil) != at.ok {
+				t.Errorf("%s received %s after signing: %v, want accepted %v", c.name, at.offset, err, at.ok)
+			}
+		}
+	}
+	if err := VerifyPaddleSignature("s", paddleHeader, body, signedAt.Add(59*time.Minute), time.Hour); err != nil {
 		t.Errorf("59 minutes within an hour's tolerance: %v", err)
 	}
 }

@@ -61,6 +61,7 @@ type stripeSubscription struct {
 	ID                string         `json:"id"`
 	Customer          stripeRef      `json:"customer"`
 	Status            string         `json:"status"`
+	Quantity          *int           `json:"quantity"` // older API versions: the subscription's own
 	Metadata          stripeMetadata `json:"metadata"`
 	CancelAtPeriodEnd *bool          `json:"cancel_at_period_end"`
 	CurrentPeriodEnd  *int64         `json:"current_period_end"` // before API 2025-03-31
@@ -72,6 +73,7 @@ type stripeSubscription struct {
 		Data []struct {
 			Price            stripeRef `json:"price"`
 			Plan             stripeRef `json:"plan"`
+			Quantity         *int      `json:"quantity"`
 			CurrentPeriodEnd *int64    `json:"current_period_end"` // from API 2025-03-31
 		} `json:"data"`
 	} `json:"items"`
@@ -120,8 +122,10 @@ var stripeObjects = map[string]string{
 	"customer.subscription.created": "subscription",
 	"customer.subscription.updated": "subscription",
 	"customer.subscription.deleted": "subscription",
-	"invoice.paid":                  "invoice",
-	"invoice.payment_failed":        "invoice",
+	// Three days before a trial ends (or at once when it ends sooner).
+	"customer.subscription.trial_will_end": "subscription",
+	"invoice.paid":                         "invoice",
+	"invoice.payment_failed":               "invoice",
 }
 
 // StripeEvent reads a Stripe webhook Event, the whole envelope {id, type,
@@ -130,8 +134,8 @@ var stripeObjects = map[string]string{
 // event's id, Type its type and OccurredAt its created time.
 //
 // Perch acts on checkout.session.completed (a paid session in subscription
-// mode), customer.subscription.created|updated|deleted, invoice.paid and
-// invoice.payment_failed (of a subscription). For any other event, and for
+// mode), customer.subscription.created|updated|deleted|trial_will_end,
+// invoice.paid and invoice.payment_failed (of a subscription). For any other event, and for
 // those that are not about a subscription, ok is false with a nil error and
 // ev holds only the envelope's fields: the receiver answers 200 "ignored".
 //
@@ -249,18 +253,24 @@ func stripeSubscriptionEvent(ev *perch.BillingEvent, raw, previous json.RawMessa
 	ev.CancelAtPeriodEnd = s.CancelAtPeriodEnd
 	ev.Status = stripeStatus(s.Status)
 
-	periodEnd := s.CurrentPeriodEnd
+	periodEnd, quantity := s.CurrentPeriodEnd, s.Quantity
 	if len(s.Items.Data) > 0 {
 		item := s.Items.Data[0]
 		ev.PriceID = perch.FirstNonEmpty(string(item.Price), string(item.Plan))
 		if periodEnd == nil {
 			periodEnd = item.CurrentPeriodEnd
 		}
+		if item.Quantity != nil {
+			quantity = item.Quantity
+		}
 	}
 	if ev.PriceID == "" && s.Plan != nil {
 		ev.PriceID = s.Plan.ID
 	}
 	var err error
+	if ev.Seats, err = seats("data.object.items.data[0].quantity", quantity); err != nil {
+		return false, err
+	}
 	if ev.PeriodEnd, err = unixTime("data.object.current_period_end", periodEnd); err != nil {
 		return false, err
 	}
@@ -272,6 +282,8 @@ func stripeSubscriptionEvent(ev *perch.BillingEvent, raw, previous json.RawMessa
 	case "customer.subscription.deleted":
 		ev.Status = perch.PlanCanceled
 		ev.Alert = perch.AlertCanceled
+	case "customer.subscription.trial_will_end":
+		ev.Alert = perch.AlertTrialEnding
 	case "customer.subscription.updated":
 		if ev.Status != perch.PlanCanceled || !jsonObject(previous) {
 			break

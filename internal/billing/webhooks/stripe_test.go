@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,6 +59,16 @@ func TestStripeEvent(t *testing.T) {
 				"items":{"data":[{"price":{"id":"price_solo"},"current_period_end":1702000000}]}}`, ""),
 			true, event("customer.subscription.created", perch.BillingEvent{OrgID: "org_3", CustomerID: "cus_3", SubscriptionID: "sub_3", PriceID: "price_solo",
 				Status: perch.PlanTrialing, TrialEndsAt: unixp(1701000000), PeriodEnd: unixp(1702000000), CancelAtPeriodEnd: boolp(true)})},
+		{"the seats billed are the plan item's quantity, or an older API's subscription quantity",
+			stripeBody("customer.subscription.updated", `{"object":"subscription","id":"sub_q","customer":"cus_q","status":"active","quantity":2,
+				"items":{"data":[{"price":{"id":"price_team"},"quantity":7}]}}`, ""),
+			true, event("customer.subscription.updated", perch.BillingEvent{CustomerID: "cus_q", SubscriptionID: "sub_q", PriceID: "price_team",
+				Status: perch.PlanActive, Seats: intp(7)})},
+		{"an older API's subscription says its quantity itself",
+			stripeBody("customer.subscription.updated", `{"object":"subscription","id":"sub_q","customer":"cus_q","status":"active","quantity":4,
+				"plan":{"id":"price_team"}}`, ""),
+			true, event("customer.subscription.updated", perch.BillingEvent{CustomerID: "cus_q", SubscriptionID: "sub_q", PriceID: "price_team",
+				Status: perch.PlanActive, Seats: intp(4)})},
 		{"an older subscription names its price as the plan",
 			stripeBody("customer.subscription.created", `{"id":"sub_4","customer":"cus_4","status":"active","plan":{"id":"gold"},"current_period_end":1702000000}`, ""),
 			true, event("customer.subscription.created", perch.BillingEvent{CustomerID: "cus_4", SubscriptionID: "sub_4", PriceID: "gold",
@@ -155,6 +167,8 @@ func TestStripeEventRefuses(t *testing.T) {
 			"data.object.current_period_end must be a Unix time"},
 		{"a trial end as text", string(stripeBody("customer.subscription.updated", `{"id":"sub_1","trial_end":"soon"}`, "")),
 			"data.object.trial_end must be a whole number"},
+		{"a negative quantity", string(stripeBody("customer.subscription.updated", `{"id":"sub_1","items":{"data":[{"quantity":-1}]}}`, "")),
+			"data.object.items.data[0].quantity must be a quantity from 0"},
 		{"previous attributes of the wrong shape", string(stripeBody("customer.subscription.updated", `{"id":"sub_1","status":"canceled"}`, `{"status":7}`)),
 			"data.previous_attributes.status must be a string"},
 		{"invoice lines that are not a list", string(stripeBody("invoice.paid", `{"subscription":"sub_1","lines":[]}`, "")),
@@ -183,5 +197,28 @@ func checkRefused(t *testing.T, ev perch.BillingEvent, ok bool, err error, says 
 	}
 	if ok || ev != (perch.BillingEvent{}) {
 		t.Errorf("an error came with ok = %v and event %+v", ok, ev)
+	}
+}
+
+// TestStripeTrialWillEnd reads customer.subscription.trial_will_end as
+// Stripe's API reference shows it (the event, and the whole subscription
+// as data.object): the trial's end, the seats billed, and the alert that
+// tells the owners.
+func TestStripeTrialWillEnd(t *testing.T) {
+	t.Parallel()
+	body, err := os.ReadFile(filepath.Join("testdata", "stripe", "customer.subscription.trial_will_end.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, ok, err := StripeEvent(body)
+	if err != nil || !ok {
+		t.Fatalf("StripeEvent = %v, %v", ok, err)
+	}
+	want := perch.BillingEvent{Provider: perch.BillingStripe, ID: "evt_1QtrialWillEndPerch01", Type: "customer.subscription.trial_will_end",
+		OccurredAt: unix(1764979200), OrgID: "org_trial", CustomerID: "cus_PerchTrial01", SubscriptionID: "sub_1QtrialPerchTeam01",
+		PriceID: "price_team", Status: perch.PlanTrialing, TrialEndsAt: unixp(1765238400), PeriodEnd: unixp(1765238400),
+		CancelAtPeriodEnd: boolp(false), Seats: intp(3), Alert: perch.AlertTrialEnding}
+	for _, d := range billingEventDiff(ev, want) {
+		t.Error(d)
 	}
 }

@@ -94,7 +94,13 @@ func TestApplyBillingEventFollowsTheBinding(t *testing.T) {
 		ev.SubscriptionID, ev.OrgID, ev.Status = "sub_ada", ada.OrgID, perch.PlanPastDue
 		wantOutcome(t, mustApply(t, s, ev, ""), ada.OrgID, false, false)
 
-		// Paddle: custom_data.org_id is a claim like Stripe's metadata.
+		// Paddle: custom_data.org_id is a claim like Stripe's metadata. Ada
+		// moves to Paddle once her Stripe subscription has ended: while it
+		// is live, Paddle's events about her are refused
+		// (TestOneProviderPerOrganisation).
+		ev = next("evt_10")
+		ev.SubscriptionID, ev.Status = "sub_ada", perch.PlanCanceled
+		wantOutcome(t, mustApply(t, s, ev, ""), ada.OrgID, false, false)
 		if err := s.RecordCheckout(ctx, perch.BillingPaddle, "txn_ada", ada.OrgID); err != nil {
 			t.Fatal(err)
 		}

@@ -144,6 +144,15 @@ func TestFailedDeliveriesAndRequeue(t *testing.T) {
 			clock.Advance(time.Minute)
 		}
 		mustEnqueue(t, s, forwardJob(org, 9)) // still being tried: not listed
+		seats := forwardJob(org, 8)
+		seats.Kind = store.JobBillingSeats // given up, but no delivery: not listed, not retried here
+		seatJob := mustEnqueue(t, s, seats)[0].ID
+		if !mustRetry(t, s, seatJob, "stripe down", clock.Now().Add(perch.WorkflowRetryFor)) {
+			t.Fatal("the seat job was not given up")
+		}
+		if _, _, err := s.RequeueJob(ctx, org, seatJob, true, clock.Now()); perch.ErrorCode(err) != perch.ENOTFOUND {
+			t.Errorf("retrying a seat job as a delivery: %v, want ENOTFOUND", err)
+		}
 		b := mustEnqueue(t, s, forwardJob(bob, 9))[0]
 		mustRetry(t, s, b.ID, "down", clock.Now().Add(perch.WorkflowRetryFor))
 
