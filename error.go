@@ -31,7 +31,7 @@ const (
 	EFEATUREDISABLED = "feature_disabled"
 
 	// Billing's own codes (docs/DESIGN.md, Billing).
-	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: checkout of the plan the organisation pays for
+	EALREADYSUBSCRIBED  = "already_subscribed"  // 400: a checkout beside the organisation's live subscription
 	EBILLINGUNAVAILABLE = "billing_unavailable" // 503: billing is off, or the payment provider did not answer
 	EPAYMENTPASTDUE     = "payment_past_due"    // 409: checkout while a payment is owed; the portal settles it
 )

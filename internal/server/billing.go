@@ -74,6 +74,12 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) error {
 	case live && sub.Provider != "" && sub.Provider != provider:
 		return perch.Errorf(perch.ECONFLICT, "The organisation's subscription is at %s: an organisation has one payment provider, "+
 			"so cancel it there before subscribing through %s.", sub.Provider, provider)
+	case live:
+		// A checkout opens a subscription: a second one beside the live one
+		// would bill the organisation twice. A change of plan is the
+		// subscription's own, made in the portal.
+		return perch.Errorf(perch.EALREADYSUBSCRIBED, "The organisation already has a subscription (the %s plan, %s): "+
+			"change its plan in the billing portal (POST /api/v1/billing/portal, or Manage billing on the billing page).", sub.Plan, sub.Status)
 	}
 	customer := ""
 	if sub.Provider == provider {

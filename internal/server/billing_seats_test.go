@@ -208,7 +208,8 @@ func (c *checkoutRecorder) last(tb testing.TB) billing.CheckoutRequest {
 // TestCheckoutBillsSeatsAndTheRestOfTheTrial: the server asks the
 // provider for the seat count and, during Perch's own trial, for its end;
 // while a payment is past due checkout is 409 payment_past_due, pointing at
-// the portal, which still opens.
+// the portal, which still opens; beside a live subscription it is 400
+// already_subscribed, whatever the plan.
 func TestCheckoutBillsSeatsAndTheRestOfTheTrial(t *testing.T) {
 	t.Parallel()
 	mock := testenv.StripeMock(t)
@@ -240,12 +241,20 @@ func TestCheckoutBillsSeatsAndTheRestOfTheTrial(t *testing.T) {
 		}
 		expect(t, a.call("POST", "/api/v1/billing/portal", o.owner.Access, nil), 200)
 
-		// Paid again, a new plan's checkout has no trial left to pass on.
+		// Paid again, another plan is a change of the live subscription (in
+		// the portal), not a second checkout beside it.
 		expect(t, a.stripeEvent("evt_3", "invoice.paid", a.clock.Now().Add(2*time.Second),
 			map[string]any{"id": "in_2", "object": "invoice", "customer": "cus_perch", "subscription": "sub_perch"}), 200)
+		if res := expect(t, a.call("POST", "/api/v1/billing/checkout", o.owner.Access, map[string]string{"plan": "enterprise"}), 400); res.ErrorCode() != perch.EALREADYSUBSCRIBED {
+			t.Errorf("a checkout beside the live subscription: %s", res.Raw)
+		}
+		// Canceled, a new checkout has no trial left to pass on.
+		expect(t, a.stripeEvent("evt_4", "customer.subscription.deleted", a.clock.Now().Add(3*time.Second), map[string]any{"id": "sub_perch",
+			"object": "subscription", "customer": "cus_perch", "status": "canceled", "cancel_at_period_end": false,
+			"items": map[string]any{"data": []any{map[string]any{"price": map[string]any{"id": "price_team"}}}}}), 200)
 		expect(t, a.call("POST", "/api/v1/billing/checkout", o.owner.Access, map[string]string{"plan": "enterprise"}), 200)
 		if got := rec.last(t); !got.TrialEnd.IsZero() || got.Seats != 3 {
-			t.Errorf("a paying organisation's checkout: %+v", got)
+			t.Errorf("a former subscriber's checkout: %+v", got)
 		}
 	})
 }

@@ -178,6 +178,12 @@ func TestStripeBilling(t *testing.T) {
 		if again.ErrorCode() != perch.EALREADYSUBSCRIBED {
 			t.Errorf("a second checkout of the plan: %s", again.Raw)
 		}
+		// Another plan is a change of the live subscription, in the portal,
+		// not a second subscription beside it.
+		other := expect(t, a.call("POST", "/api/v1/billing/checkout", o.owner.Access, map[string]string{"plan": "enterprise"}), 400)
+		if other.ErrorCode() != perch.EALREADYSUBSCRIBED || !strings.Contains(other.ErrorMessage(), "billing portal") {
+			t.Errorf("a checkout of another plan beside a live subscription: %s", other.Raw)
+		}
 		portal := expect(t, a.call("POST", "/api/v1/billing/portal", o.owner.Access, nil), 200).Data()
 		if u, _ := portal["portal_url"].(string); !strings.HasPrefix(u, "https://") {
 			t.Errorf("portal: %v", portal)

@@ -84,6 +84,18 @@ func TestDashboardBilling(t *testing.T) {
 			t.Error("the page offers a checkout while a payment is past due")
 		}
 		has(t, owner.Submit(samltest.Form{Action: base + "/org/billing/portal"}), 200, `id="billing-go"`, "the billing portal")
+		// Paid: the plan changes in the portal, never by a second checkout
+		// beside the live subscription.
+		if _, err := s.ApplyBillingEvent(t.Context(), perch.BillingEvent{Provider: perch.BillingPaddle, ID: "evt_2", OccurredAt: e.clock.Now().Add(time.Second),
+			OrgID: olive.OrgID, CustomerID: "ctm_01hv8x29kz0t586xy6zn1a62ny", SubscriptionID: "sub_01hv8y5ehszzq0yv20ttx3166y",
+			Status: perch.PlanActive, Seats: new(1)}, "team"); err != nil {
+			t.Fatalf("the payment: %v", err)
+		}
+		page = owner.Get(base + "/org/billing")
+		has(t, page, 200, `id="portal"`, `id="change-plan"`)
+		if strings.Contains(page.Body, `id="checkout-`) {
+			t.Error("the page offers a checkout beside a live subscription")
+		}
 	})
 }
 

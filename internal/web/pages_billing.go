@@ -27,8 +27,12 @@ type billingData struct {
 	// PastDue: a payment is owed, which the portal settles; the API
 	// refuses a checkout until then, so none is offered.
 	PastDue bool
-	Go      string // the provider's page to go to now
-	GoTo    string // its name for people: "the checkout", "the billing portal"
+	// Subscribed: the provider bills a live subscription, whose plan the
+	// portal changes; the API refuses a checkout beside it, so none is
+	// offered.
+	Subscribed bool
+	Go         string // the provider's page to go to now
+	GoTo       string // its name for people: "the checkout", "the billing portal"
 }
 
 // banner is a warning across every page.
@@ -69,6 +73,7 @@ func (c *call) billingPage(status int, v view, data *billingData) error {
 		data.Billed = *sub.Seats
 	}
 	data.PastDue = data.On && sub != nil && sub.Status == perch.PlanPastDue
+	data.Subscribed = data.On && sub != nil && sub.Seats != nil && perch.LiveSubscription(sub.Status)
 	v.Title, v.Nav, v.Data, v.org = "Billing", "billing", data, &data.Org
 	c.render(status, "billing", v)
 	return nil
