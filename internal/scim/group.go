@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -198,11 +197,8 @@ func ApplyGroupPatch(g Group, body []byte) (Group, error) {
 	}
 	out := g
 	out.Members = slices.Clone(g.Members)
-	for i, op := range ops {
-		if err := out.apply(op); err != nil {
-			err.Detail = "Operation " + strconv.Itoa(i+1) + ": " + err.Detail
-			return g, err
-		}
+	if err := applyEach(ops, out.apply); err != nil {
+		return g, err
 	}
 	return out, nil
 }

@@ -36,16 +36,25 @@ func ApplyPatch(u User, body []byte) (User, error) {
 	}
 	out := u
 	out.Emails = slices.Clone(u.Emails)
-	for i, op := range ops {
-		if err := out.apply(op); err != nil {
-			err.Detail = "Operation " + strconv.Itoa(i+1) + ": " + err.Detail
-			return u, err
-		}
+	if err := applyEach(ops, out.apply); err != nil {
+		return u, err
 	}
 	if err := out.check(); err != nil {
 		return u, err
 	}
 	return out, nil
+}
+
+// applyEach applies ops in order with apply, and stops at the first that
+// fails, its error naming the operation (counted from 1).
+func applyEach(ops []operation, apply func(operation) *Error) error {
+	for i, op := range ops {
+		if err := apply(op); err != nil {
+			err.Detail = "Operation " + strconv.Itoa(i+1) + ": " + err.Detail
+			return err
+		}
+	}
+	return nil
 }
 
 // decodePatch reads a PatchOp message.
