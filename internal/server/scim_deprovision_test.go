@@ -78,6 +78,7 @@ func TestSCIMDeleteDeprovisions(t *testing.T) {
 		deviceCode := a.approve(bob, app)
 		expect(t, a.call("POST", "/api/v1/auth/forgot-password", "", map[string]string{"email": bob.Email}), 202)
 		resetLink := a.mailedToken(bob.Email, "/reset-password")
+		a.srv.mailing.Wait() // account mail sent in the background is in before the count
 		mailed := a.mail.Count(bob.Email)
 		sockets := []*wsConn{dial(t, tsHere, bob.Access, ""), dial(t, tsThere, bob.Access, ""), dial(t, tsThere, bob.Token, "")}
 		for _, c := range sockets {
@@ -187,6 +188,7 @@ func TestSCIMDeactivationIsADisable(t *testing.T) {
 		idp := a.scimClient(owner, "test", "example.com")
 		orgs := a.orgCount()
 		path := "/scim/v2/Users/" + bob.ID
+		a.srv.mailing.Wait() // the invitation, sent in the background, is in before the count
 		mailed := a.mail.Count(bob.Email)
 
 		if off := idp.do("PATCH", path, patchOp("Replace", "active", "False")).want(t, 200); off.Body["active"] != false {

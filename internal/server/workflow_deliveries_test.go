@@ -69,6 +69,7 @@ func TestWorkflowRunShowsEachDeliveryState(t *testing.T) {
 		bob := a.invite(ada, "Bob", perch.RoleMember)
 		a.apiToken(ada, "laptop") // the test's day outlives access tokens
 		a.apiToken(bob, "laptop")
+		a.srv.mailing.Wait() // account mail sent in the background is in: the count below is the workflow's
 		mailed := a.mail.Count(ada.Email)
 		tok := a.webhookToken(ada, "org", "")
 		ok := startReceiver(t)
