@@ -104,6 +104,18 @@ type Notification struct {
 	CreatedAt time.Time `json:"created_at"`
 	Scope     Scope     `json:"scope"`
 	Read      bool      `json:"read"`
+
+	// Priority is 1 (min) to 5 (urgent); see rich.go. The other fields
+	// below are left out of the JSON when empty: most notifications have
+	// none of them.
+	Priority int                  `json:"priority"`
+	Tags     []string             `json:"tags,omitempty"`
+	Icon     string               `json:"icon,omitempty"`     // an https URL
+	Markdown bool                 `json:"markdown,omitempty"` // Message is Markdown
+	Actions  []NotificationAction `json:"actions,omitempty"`
+	// DeliverAt is when a scheduled notification was due (its CreatedAt is
+	// when it was delivered, in the log's order).
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
 }
 
 // Event is what a sender's parser makes of one delivery before it is stored:
@@ -117,4 +129,14 @@ type Event struct {
 	Source     string
 	URL        string
 	DeliveryID string
+
+	Priority int // 0: derived from Severity (DefaultPriority)
+	Tags     []string
+	Icon     string
+	Markdown bool
+	Actions  []NotificationAction
+	// DeliverAt or Delay (at most MaxDeliveryDelay) schedule the event
+	// for later; the receiver checks both against its clock.
+	DeliverAt time.Time
+	Delay     time.Duration
 }
