@@ -256,7 +256,7 @@ func (s *Server) replay(ctx context.Context, so *wsloop.Socket, a *perch.Audienc
 			so.SetLast(last)
 		}
 	}
-	return so.Write([]hub.Frame{hub.ReadyFrame(replayed, gap, so.Last())})
+	return so.Write([]hub.Frame{hub.ReadyFrame(replayed, gap, so.Last(), so.Client().Preferences())})
 }
 
 // receipt carries out a read receipt from a client whose audience is a;
