@@ -45,6 +45,8 @@ var routeScopes = map[string]perch.TokenScope{
 	"GET /api/v1/users/me":                                        perch.ScopeRead,
 	"PATCH /api/v1/users/me":                                      perch.ScopeManage,
 	"GET /api/v1/users/me/features":                               perch.ScopeRead,
+	"GET /api/v1/users/me/preferences":                            perch.ScopeRead,
+	"PUT /api/v1/users/me/preferences":                            perch.ScopeManage,
 	"GET /api/v1/setup":                                           perch.ScopeRead,
 	"POST /api/v1/setup/admin":                                    perch.ScopeManage,
 	"GET /api/v1/tokens":                                          perch.ScopeRead,

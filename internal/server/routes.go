@@ -42,6 +42,8 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/users/me", s.allowed(perch.ViewAccount, s.me))
 	m.Handle("PATCH /api/v1/users/me", s.allowed(perch.ManageAccount, s.updateMe))
 	m.Handle("GET /api/v1/users/me/features", s.allowed(perch.ViewAccount, s.features))
+	m.Handle("GET /api/v1/users/me/preferences", s.allowed(perch.ViewAccount, s.preferences))
+	m.Handle("PUT /api/v1/users/me/preferences", s.allowed(perch.ManageAccount, s.updatePreferences))
 
 	// The first platform admin: a setup link's code, redeemed by a signed-in
 	// user, limited per client address as sign-in is (admin_setup.go).
