@@ -2,7 +2,6 @@ package storetest_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,19 +9,6 @@ import (
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 )
-
-// clock is a store clock the test moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func mustVerifiedUser(t *testing.T, s *store.Store, name, email string) *perch.User {
 	t.Helper()
@@ -78,8 +64,8 @@ func TestUnreadMailCoversEachNotificationOnce(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-		s.Now = c.now
+		c := storetest.NewClock()
+		s.Now = c.Now
 		ada := mustVerifiedUser(t, s, "Ada", "ada@example.com")
 		bob := mustVerifiedUser(t, s, "Bob", "bob@example.com")
 		insert := func(title string, priority int, scope perch.Scope) string {
@@ -93,12 +79,12 @@ func TestUnreadMailCoversEachNotificationOnce(t *testing.T) {
 		}
 		adaScope := perch.Scope{Type: perch.ScopeUser, ID: ada.ID}
 		insert("before", 5, adaScope)
-		c.add(time.Minute)
+		c.Advance(time.Minute)
 		if _, err := s.SetPreferences(ctx, ada.ID, &perch.Preferences{Muted: []perch.Mute{},
 			EmailUnread: &perch.EmailUnread{AfterMinutes: 10, MinPriority: perch.PriorityHigh}}); err != nil {
 			t.Fatal(err)
 		}
-		c.add(time.Minute)
+		c.Advance(time.Minute)
 		insert("high", 4, adaScope)
 		insert("low", 2, adaScope)
 		insert("bob's", 5, perch.Scope{Type: perch.ScopeUser, ID: bob.ID})
@@ -109,7 +95,7 @@ func TestUnreadMailCoversEachNotificationOnce(t *testing.T) {
 
 		claim := func() []*store.UnreadMail {
 			t.Helper()
-			due, err := s.DueUnreadMail(ctx, c.now(), 10, 5)
+			due, err := s.DueUnreadMail(ctx, c.Now(), 10, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,31 +108,31 @@ func TestUnreadMailCoversEachNotificationOnce(t *testing.T) {
 		if again := claim(); len(again) != 0 {
 			t.Fatalf("a claimed mail was claimed again: %+v", again)
 		}
-		if err := s.UnreadMailed(ctx, due[0], true, c.now().Add(time.Minute)); err != nil {
+		if err := s.UnreadMailed(ctx, due[0], true, c.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 
-		c.add(10 * time.Minute)
+		c.Advance(10 * time.Minute)
 		insert("later", 5, adaScope)
 		due = claim()
 		if len(due) != 1 || due[0].Found != 1 || len(due[0].Notifications) != 1 || due[0].Notifications[0].Title != "high" {
 			t.Fatalf("the mail after ten minutes = %+v", due)
 		}
-		if err := s.UnreadMailed(ctx, due[0], true, c.now().Add(10*time.Minute)); err != nil {
+		if err := s.UnreadMailed(ctx, due[0], true, c.Now().Add(10*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		c.add(5 * time.Minute)
+		c.Advance(5 * time.Minute)
 		if due := claim(); len(due) != 0 {
 			t.Fatalf("due again within the window: %+v", due)
 		}
-		c.add(5 * time.Minute)
+		c.Advance(5 * time.Minute)
 		due = claim()
 		if len(due) != 1 || due[0].Found != 1 || due[0].Notifications[0].Title != "later" {
 			t.Fatalf("the next window's mail = %+v", due)
 		}
 		// Not recorded as covered (the send failed): the next claim finds
 		// the same ones.
-		if err := s.UnreadMailed(ctx, due[0], false, c.now()); err != nil {
+		if err := s.UnreadMailed(ctx, due[0], false, c.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if due := claim(); len(due) != 1 || due[0].Found != 1 || due[0].Notifications[0].Title != "later" {
@@ -154,7 +140,7 @@ func TestUnreadMailCoversEachNotificationOnce(t *testing.T) {
 		}
 
 		// Turned off, nothing is due.
-		c.add(pastLease)
+		c.Advance(pastLease)
 		if _, err := s.SetPreferences(ctx, ada.ID, perch.DefaultPreferences()); err != nil {
 			t.Fatal(err)
 		}
