@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,14 +57,15 @@ func (c *wsConn) readyPreferences() perch.Preferences {
 	return *d.Preferences
 }
 
-// send posts an inbound event with a tab and a priority.
-func (a *api) send(token, title, tab string, priority any) {
+// send posts an inbound event with a tab and a priority, and returns the
+// notification's id.
+func (a *api) send(token, title, tab string, priority any) string {
 	a.t.Helper()
 	body := map[string]any{"title": title, "tab": tab}
 	if priority != nil {
 		body["priority"] = priority
 	}
-	expect(a.t, a.call("POST", "/webhooks/inbound?token="+token, "", body), 200)
+	return expect(a.t, a.call("POST", "/webhooks/inbound?token="+token, "", body), 200).Body["ids"].([]any)[0].(string)
 }
 
 func TestPreferencesRoundTrip(t *testing.T) {
@@ -249,5 +251,82 @@ func TestQuietHoursAcrossMidnightAndSnooze(t *testing.T) {
 		step("snoozed urgent", "urgent", false)
 		a.clock.Advance(time.Hour)
 		step("awake", nil, false)
+	})
+}
+
+// TestUnreadMailSentOnceNotAfterARead has the worker mail what Ada has not
+// read after ten minutes, at or above high: once per notification, one
+// mail per window, nothing read, nothing below the priority.
+func TestUnreadMailSentOnceNotAfterARead(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada := a.register("Ada")
+		a.verifyEmail(ada)
+		a.apiToken(ada, "script") // the hours ahead outlast the access token
+		tok := a.webhookToken(ada, "user", "")
+		a.send(tok, "before it was on", "Ops", "urgent")
+		a.clock.Advance(time.Second)
+		expect(t, a.call("PUT", "/api/v1/users/me/preferences", ada.Token, map[string]any{
+			"email_unread": map[string]any{"after_minutes": 10, "min_priority": "high"}}), 200)
+		a.clock.Advance(time.Second)
+		a.send(tok, "disk full", "Ops", "high")
+		a.send(tok, "fyi", "Ops", "low")
+		read := a.send(tok, "read at once", "Ops", "urgent")
+		expect(t, a.call("POST", "/api/v1/notifications/read", ada.Token, map[string]any{"ids": []string{read}}), 200)
+		a.srv.mailing.Wait() // account mail sent in the background is in before the count
+		mailed := a.mail.Count(ada.Email)
+		tick := func() {
+			t.Helper()
+			if err := a.worker.Tick(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		unreadMail := func() []string {
+			t.Helper()
+			var subjects []string
+			for a.mail.Count(ada.Email) > mailed {
+				m := a.mail.WaitFor(t, ada.Email)
+				mailed++
+				if strings.Contains(m.Subject, "you have not read") {
+					subjects = append(subjects, m.Subject+"\n"+m.Text)
+				}
+			}
+			return subjects
+		}
+
+		tick() // nothing is ten minutes old
+		if got := unreadMail(); len(got) != 0 {
+			t.Fatalf("mailed too soon: %q", got)
+		}
+		a.clock.Advance(10 * time.Minute)
+		tick()
+		got := unreadMail()
+		if len(got) != 1 || !strings.Contains(got[0], "1 notification you have not read") || !strings.Contains(got[0], "[high] Ops: disk full") ||
+			strings.Contains(got[0], "fyi") || strings.Contains(got[0], "read at once") || strings.Contains(got[0], "before it was on") {
+			t.Fatalf("the first mail: %q", got)
+		}
+
+		// The next window mails the new one alone; one read before its
+		// time is never mailed.
+		a.send(tok, "second", "Deploys", "urgent")
+		later := a.send(tok, "read in time", "Deploys", "urgent")
+		a.clock.Advance(5 * time.Minute)
+		expect(t, a.call("POST", "/api/v1/notifications/read", ada.Token, map[string]any{"ids": []string{later}}), 200)
+		tick() // within the window of the first mail
+		if got := unreadMail(); len(got) != 0 {
+			t.Fatalf("a second mail within the window: %q", got)
+		}
+		a.clock.Advance(6 * time.Minute)
+		tick()
+		got = unreadMail()
+		if len(got) != 1 || !strings.Contains(got[0], "[urgent] Deploys: second") || strings.Contains(got[0], "disk full") || strings.Contains(got[0], "read in time") {
+			t.Fatalf("the second mail: %q", got)
+		}
+		a.clock.Advance(time.Hour)
+		tick()
+		if got := unreadMail(); len(got) != 0 {
+			t.Fatalf("mailed again: %q", got)
+		}
 	})
 }
