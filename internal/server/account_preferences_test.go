@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/testenv"
 )
 
 // shown is a notification frame as a client reads it: its title, and
@@ -329,4 +331,29 @@ func TestUnreadMailSentOnceNotAfterARead(t *testing.T) {
 			t.Fatalf("mailed again: %q", got)
 		}
 	})
+}
+
+// TestPreferencesReachOtherInstances changes the preferences through one
+// instance while the user's socket is on another: the change travels the
+// fan-out log, and the other instance's socket hears of it and follows it.
+func TestPreferencesReachOtherInstances(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t, store.Postgres) // several instances need PostgreSQL
+	r := testenv.StartRedis(t)
+	channel := fmt.Sprintf("perch-test-%d:fanout", time.Now().UnixNano())
+	one, _, _ := instance(t, s, r.URL(), channel)
+	two, _, tsTwo := instance(t, s, r.URL(), channel)
+	ada := one.register("Ada")
+	token := one.webhookToken(ada, "user", "")
+	c := dial(t, tsTwo, ada.Access, "")
+	c.ready()
+	expect(t, one.call("PUT", "/api/v1/users/me/preferences", ada.Access, map[string]any{"muted": []map[string]string{{"source": "inbound"}}}), 200)
+	var p perch.Preferences
+	if err := json.Unmarshal(c.nextOf("preferences"), &p); err != nil || len(p.Muted) != 1 || p.Muted[0].Source != "inbound" {
+		t.Fatalf("preferences frame = %+v, %v", p, err)
+	}
+	two.send(token, "muted", "Ops", nil)
+	if n := c.nextNotification(); n.Title != "muted" || !n.Silent {
+		t.Errorf("on the other instance: %+v", n)
+	}
 }
