@@ -30,7 +30,7 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 		{WorkflowKind, WorkflowNotification("ada@example.org", evil, "Disk full\r\non db-1", "error", "monitoring", link, "Deploys & alerts"),
 			[]string{"on db-1", "error", "monitoring", "Sent by the workflow", "Deploys & alerts"}},
 		{UnreadKind, Unread("ada@example.org", "Ada", []UnreadItem{{Title: evil, Tab: "Ops & on-call", Priority: "high", Link: "https://db.example/1"},
-			{Title: "Disk\r\nfull", Priority: "urgent"}}, 3, "30 minutes", link),
+			{Title: "Disk\r\nfull", Priority: "urgent"}}, 3, "30 minutes", link, "https://perch.example.com/u"),
 			[]string{"5 notifications you have not read", "30 minutes", "[high] Ops & on-call: ", "https://db.example/1", "[urgent] Disk full", "and 3 more"}},
 	}
 	seen := map[string]bool{}

@@ -9,6 +9,14 @@ import (
 // (their preferences' email_unread).
 const UnreadKind = "unread"
 
+// The unread mail's one-click unsubscribe (RFC 8058): mail clients POST to
+// UnreadUnsubscribePath?token=, a secrets.Box.LinkToken of the user's id
+// for UnreadUnsubscribePurpose, which turns the mail off.
+const (
+	UnreadUnsubscribePath    = "/api/v1/unread-mail/unsubscribe"
+	UnreadUnsubscribePurpose = "unread-mail-unsubscribe"
+)
+
 // UnreadItem is one notification an unread mail lists.
 type UnreadItem struct {
 	Title    string
@@ -19,8 +27,9 @@ type UnreadItem struct {
 
 // Unread lists the notifications a user has not read after wait ("30
 // minutes"): items, newest first, and more besides that the mail does not
-// list. link opens Perch, where they are.
-func Unread(to, name string, items []UnreadItem, more int, wait, link string) Message {
+// list. link opens Perch, where they are; unsubscribe, when not "", is the
+// one-click URL that turns this mail off (List-Unsubscribe).
+func Unread(to, name string, items []UnreadItem, more int, wait, link, unsubscribe string) Message {
 	n := len(items) + more
 	subject := fmt.Sprintf("%d notifications you have not read", n)
 	if n == 1 {
@@ -29,5 +38,7 @@ func Unread(to, name string, items []UnreadItem, more int, wait, link string) Me
 	for i := range items {
 		items[i].Title = strings.Join(strings.Fields(items[i].Title), " ")
 	}
-	return render(UnreadKind, data{To: to, Name: name, Subject: subject, Items: items, More: more, Validity: wait, Link: link})
+	m := render(UnreadKind, data{To: to, Name: name, Subject: subject, Items: items, More: more, Validity: wait, Link: link})
+	m.Unsubscribe = unsubscribe
+	return m
 }

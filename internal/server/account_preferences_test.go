@@ -3,11 +3,13 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/internal/mail/mailtest"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/testenv"
@@ -284,6 +286,7 @@ func TestUnreadMailSentOnceNotAfterARead(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var last mailtest.Message
 		unreadMail := func() []string {
 			t.Helper()
 			var subjects []string
@@ -292,6 +295,7 @@ func TestUnreadMailSentOnceNotAfterARead(t *testing.T) {
 				mailed++
 				if strings.Contains(m.Subject, "you have not read") {
 					subjects = append(subjects, m.Subject+"\n"+m.Text)
+					last = m
 				}
 			}
 			return subjects
@@ -330,6 +334,34 @@ func TestUnreadMailSentOnceNotAfterARead(t *testing.T) {
 		if got := unreadMail(); len(got) != 0 {
 			t.Fatalf("mailed again: %q", got)
 		}
+
+		// One click in the mail turns it off, and it alone.
+		if got := last.Header.Get("List-Unsubscribe-Post"); got != "List-Unsubscribe=One-Click" {
+			t.Errorf("List-Unsubscribe-Post = %q", got)
+		}
+		header := last.Header.Get("List-Unsubscribe")
+		link := strings.TrimSuffix(strings.TrimPrefix(header, "<"), ">")
+		if !strings.HasPrefix(header, "<http://perch.test/api/v1/unread-mail/unsubscribe?token=") || link == header {
+			t.Fatalf("List-Unsubscribe = %q", header)
+		}
+		expect(t, a.call("PUT", "/api/v1/users/me/preferences", ada.Token, map[string]any{"muted": []map[string]string{{"tab": "Noise"}},
+			"email_unread": map[string]any{"after_minutes": 10, "min_priority": "high"}}), 200)
+		for range 2 { // repeating it is harmless
+			if d := expect(t, a.oneClick(link), 200).Data(); d["unsubscribed"] != true || d["email"] != ada.Email {
+				t.Errorf("one click = %v", d)
+			}
+		}
+		if d := expect(t, a.call("GET", "/api/v1/users/me/preferences", ada.Token, nil), 200).Data(); d["email_unread"] != nil || len(d["muted"].([]any)) != 1 {
+			t.Errorf("after the click: %v", d)
+		}
+		a.send(tok, "after the click", "Ops", "urgent")
+		a.clock.Advance(time.Hour)
+		tick()
+		if got := unreadMail(); len(got) != 0 {
+			t.Fatalf("mailed after the click: %q", got)
+		}
+		// Another purpose's token (the newsletter's) is no unsubscribe link here.
+		expect(t, a.oneClick("/api/v1/unread-mail/unsubscribe?token="+url.QueryEscape(a.srv.unsubscribeToken(ada.ID))), 404)
 	})
 }
 

@@ -152,6 +152,7 @@ var routeScopes = map[string]perch.TokenScope{
 	"POST /api/v1/admin/newsletter":                               perch.ScopeManage,
 	"POST /api/v1/newsletter/unsubscribe":                         publicRoute,
 	"GET /api/v1/newsletter/unsubscribe":                          publicRoute,
+	"POST /api/v1/unread-mail/unsubscribe":                        publicRoute,
 	"GET /scim/v2/Users":                                          publicRoute,
 	"POST /scim/v2/Users":                                         publicRoute,
 	"GET /scim/v2/Users/{id}":                                     publicRoute,

@@ -169,6 +169,7 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/admin/newsletter", map[string]string{"subject": "S", "body": "B"}, [6]int{401, 403, 403, 403, 403, 202}},
 	{"POST", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{303, 303, 303, 303, 303, 303}},
+	{"POST", "/api/v1/unread-mail/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/auth/saml/metadata?org_id={org}", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/auth/saml/login?org_id={org}", nil, [6]int{302, 302, 302, 302, 302, 302}},
 	{"POST", "/api/v1/auth/saml/acs", nil, [6]int{302, 302, 302, 302, 302, 302}},

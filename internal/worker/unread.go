@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/perch-dev/perch"
@@ -65,8 +67,14 @@ func (wk *Worker) mailUnreadTo(ctx context.Context, m *store.UnreadMail, now tim
 	if m.Settings.AfterMinutes == 1 {
 		wait = "1 minute"
 	}
+	// One click turns it off, where the server can sign the link.
+	var unsubscribe string
+	if wk.opts.Secrets != nil && wk.opts.BaseURL != "" {
+		unsubscribe = strings.TrimSuffix(wk.opts.BaseURL, "/") + mail.UnreadUnsubscribePath + "?token=" +
+			url.QueryEscape(wk.opts.Secrets.LinkToken(mail.UnreadUnsubscribePurpose, m.User.ID))
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, mailTimeout)
-	err := wk.mailer.Send(sendCtx, mail.Unread(m.User.Email, m.User.Name, items, m.Found-len(items), wait, wk.opts.BaseURL))
+	err := wk.mailer.Send(sendCtx, mail.Unread(m.User.Email, m.User.Name, items, m.Found-len(items), wait, wk.opts.BaseURL, unsubscribe))
 	cancel()
 	if err != nil {
 		return errors.Join(fmt.Errorf("mailing user %s what they have not read: %w", m.User.ID, err), record(false, now.Add(unreadRecheck)))
