@@ -111,7 +111,7 @@ func (s *Store) DueUnreadMail(ctx context.Context, now time.Time, limit, perMail
 	type due struct {
 		userID                  string
 		dueAt, through, version int64
-		settings       perch.EmailUnread
+		settings                perch.EmailUnread
 	}
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT user_id, unread_due_at, unread_through, version, unread_after_minutes, unread_min_priority
 		FROM user_preferences WHERE unread_due_at IS NOT NULL AND unread_due_at <= ? ORDER BY unread_due_at LIMIT ?`), ms(now), limit)
