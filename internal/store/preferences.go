@@ -12,7 +12,8 @@ import (
 )
 
 // Preferences returns the user's preferences and their version: the
-// defaults and version 0 until they store some.
+// defaults and version 0 until they store some. A snooze that has ended
+// is answered as none.
 func (s *Store) Preferences(ctx context.Context, userID string) (*perch.Preferences, int64, error) {
 	var body string
 	var version int64
@@ -26,6 +27,9 @@ func (s *Store) Preferences(ctx context.Context, userID string) (*perch.Preferen
 	p, err := decodePreferences(body)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: preferences of user %s: %w", userID, err)
+	}
+	if p.SnoozeUntil != nil && !p.SnoozeUntil.After(s.now()) {
+		p.SnoozeUntil = nil
 	}
 	return p, version, nil
 }

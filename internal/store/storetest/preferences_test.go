@@ -34,6 +34,7 @@ func TestPreferencesRoundTripWithVersions(t *testing.T) {
 			t.Fatalf("defaults = %+v v%d, %v", p, v, err)
 		}
 		snooze := time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)
+		s.Now = func() time.Time { return snooze.Add(-time.Hour) }
 		want := &perch.Preferences{Muted: []perch.Mute{{Tab: "Code"}, {TeamID: "t1"}},
 			QuietHours:  &perch.QuietHours{Start: "22:00", End: "07:00", TimeZone: "Europe/Berlin", MinPriority: 4},
 			SnoozeUntil: &snooze, EmailUnread: &perch.EmailUnread{AfterMinutes: 30, MinPriority: 4}}
@@ -44,6 +45,11 @@ func TestPreferencesRoundTripWithVersions(t *testing.T) {
 		if err != nil || v != 1 || len(got.Muted) != 2 || got.Muted[1].TeamID != "t1" || *got.QuietHours != *want.QuietHours ||
 			!got.SnoozeUntil.Equal(snooze) || *got.EmailUnread != *want.EmailUnread {
 			t.Fatalf("Preferences = %+v v%d, %v", got, v, err)
+		}
+		// Once the snooze is over, it is none.
+		s.Now = func() time.Time { return snooze }
+		if got, _, err := s.Preferences(ctx, ada.ID); err != nil || got.SnoozeUntil != nil || got.QuietHours == nil {
+			t.Errorf("after the snooze: %+v, %v", got, err)
 		}
 		if v, err := s.SetPreferences(ctx, ada.ID, perch.DefaultPreferences()); err != nil || v != 2 {
 			t.Fatalf("second SetPreferences = v%d, %v", v, err)
