@@ -61,6 +61,7 @@ const (
 	AuditPasswordChanged     = "user.password_changed"
 	AuditEmailChangeAsked    = "user.email_change_requested"
 	AuditEmailChanged        = "user.email_changed"
+	AuditPreferencesUpdated  = "user.preferences.updated" // mutes, quiet hours, snooze or the unread mail
 	AuditAPITokenCreated     = "api_token.created"
 	AuditAPITokenUpdated     = "api_token.updated"
 	AuditAPITokenDeleted     = "api_token.deleted"

@@ -11,6 +11,7 @@ const (
 	FanoutWake         = "wake"         // something was logged: read the store's logs (internal/feed's transport carries only these)
 	FanoutRevoked      = "revoked"      // sign-ins or API tokens of a user ended: sockets opened with them close
 	FanoutWorkflows    = "workflows"    // an organisation's workflows changed: instances compile them afresh
+	FanoutPreferences  = "preferences"  // a user's preferences changed: their clients follow them and hear of it
 )
 
 // FanoutMessage travels from the instance where something happened to the
@@ -18,12 +19,14 @@ const (
 type FanoutMessage struct {
 	Kind         string        `json:"kind"`
 	Notification *Notification `json:"notification,omitempty"` // FanoutNotification
-	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants, FanoutRevoked
+	UserID       string        `json:"user_id,omitempty"`      // FanoutRead, FanoutGrants, FanoutRevoked, FanoutPreferences
 	Audience     *Audience     `json:"audience,omitempty"`     // FanoutGrants: the user's audience after the change, when known
 	IDs          []string      `json:"ids,omitempty"`          // FanoutRead
 	Sessions     []string      `json:"sessions,omitempty"`     // FanoutRevoked: ids of the sign-ins that ended
 	APITokens    []string      `json:"api_tokens,omitempty"`   // FanoutRevoked: ids of the API tokens that ended
 	OrgID        string        `json:"org_id,omitempty"`       // FanoutWorkflows
+	Preferences  *Preferences  `json:"preferences,omitempty"`  // FanoutPreferences: the user's preferences now
+	Version      int64         `json:"version,omitempty"`      // FanoutPreferences: theirs, which grows with every change
 }
 
 // Fanout carries messages to every subscriber on every instance, this one

@@ -29,6 +29,7 @@ const (
 	EventReady        EventType = "ready"        // the replay is done: Replayed, Gap
 	EventNotification EventType = "notification" // Notification
 	EventRead         EventType = "read"         // another client of the user marked ReadIDs read
+	EventPreferences  EventType = "preferences"  // the user's Preferences changed (on any client)
 	EventDisconnected EventType = "disconnected" // Err broke the connection, or the attempt; RetryIn
 )
 
@@ -36,12 +37,19 @@ const (
 type Event struct {
 	Type         EventType
 	Notification *perch.Notification // EventNotification
-	Replayed     int                 // EventReady: notifications replayed since the resume point
-	Gap          bool                // EventReady: some missed notifications are gone for good
-	LastID       string              // EventReady: where Listen resumes from now ("0" when the user has none)
-	ReadIDs      []string            // EventRead
-	Err          error               // EventDisconnected
-	RetryIn      time.Duration       // EventDisconnected: the wait before the next attempt
+	// Silent (EventNotification): the user's preferences say it should not
+	// pop up: show it, but raise no desktop notification.
+	Silent bool
+	// Preferences: the user's, at EventReady (what this connection's
+	// frames follow; nil from a server without preferences) and
+	// EventPreferences.
+	Preferences *perch.Preferences
+	Replayed    int           // EventReady: notifications replayed since the resume point
+	Gap         bool          // EventReady: some missed notifications are gone for good
+	LastID      string        // EventReady: where Listen resumes from now ("0" when the user has none)
+	ReadIDs     []string      // EventRead
+	Err         error         // EventDisconnected
+	RetryIn     time.Duration // EventDisconnected: the wait before the next attempt
 }
 
 // Listen subscribes to the user's notifications over the WebSocket (GET
@@ -223,17 +231,20 @@ func (s *stream) read(ctx context.Context, conn *websocket.Conn) error {
 	}
 }
 
-// frame is a WebSocket message (notification, ready or read), decoded in one
-// pass whatever its type:
+// frame is a WebSocket message (notification, ready, read or preferences),
+// decoded in one pass whatever its type:
 // data holds the members of every kind, which do not clash.
 type frame struct {
 	Type string `json:"type"`
 	Data struct {
-		perch.Notification          // "notification"
-		Replayed           int      `json:"replayed"` // "ready"
-		Gap                bool     `json:"gap"`
-		LastID             string   `json:"last_id"` // "ready", optional: where the live stream starts
-		IDs                []string `json:"ids"`     // "read"
+		perch.Notification                    // "notification"
+		Silent             bool               `json:"silent"`   // "notification", optional
+		Replayed           int                `json:"replayed"` // "ready"
+		Gap                bool               `json:"gap"`
+		LastID             string             `json:"last_id"`     // "ready", optional: where the live stream starts
+		ReadyPreferences   *perch.Preferences `json:"preferences"` // "ready"
+		IDs                []string           `json:"ids"`         // "read"
+		perch.Preferences                     // "preferences"
 	} `json:"data"`
 }
 
@@ -251,7 +262,7 @@ func (s *stream) handle(b []byte) {
 			return
 		}
 		s.last = n.ID
-		s.fn(Event{Type: EventNotification, Notification: &n})
+		s.fn(Event{Type: EventNotification, Notification: &n, Silent: f.Data.Silent})
 	case "ready":
 		if f.Data.LastID != "" && after(f.Data.LastID, s.last) {
 			s.last = f.Data.LastID
@@ -261,9 +272,15 @@ func (s *stream) handle(b []byte) {
 			// without since would replay nothing and lose what came between.
 			s.last = "0"
 		}
-		s.fn(Event{Type: EventReady, Replayed: f.Data.Replayed, Gap: f.Data.Gap, LastID: s.last})
+		s.fn(Event{Type: EventReady, Replayed: f.Data.Replayed, Gap: f.Data.Gap, LastID: s.last, Preferences: f.Data.ReadyPreferences})
 	case "read":
 		s.fn(Event{Type: EventRead, ReadIDs: f.Data.IDs})
+	case "preferences":
+		p := f.Data.Preferences
+		if p.Muted == nil {
+			p.Muted = []perch.Mute{}
+		}
+		s.fn(Event{Type: EventPreferences, Preferences: &p})
 	}
 }
 

@@ -53,10 +53,11 @@ var severityRank = map[string]int{perch.SeverityInfo: 0, perch.SeverityWarning: 
 // notification it handled, so that a restart, even after a crash, misses
 // none.
 func (c *cli) listen(ctx context.Context, args []string) error {
-	fs := c.flags("listen", "perch listen [--server URL] [--json | --exec CMD] [--tab T] [--min-severity S] [--since ID] [--name N]")
+	fs := c.flags("listen", "perch listen [--server URL] [--json | --exec CMD [--exec-silent]] [--tab T] [--min-severity S] [--since ID] [--name N]")
 	serverFlag := fs.String("server", "", "server to listen to (default: PERCH_SERVER, then the default sign-in)")
 	asJSON := fs.Bool("json", false, "print each notification as one JSON object per line")
-	command := fs.String("exec", "", "run CMD with the shell for each notification, with PERCH_ID, PERCH_TITLE, … in its environment")
+	command := fs.String("exec", "", "run CMD with the shell for each notification, with PERCH_ID, PERCH_TITLE, … in its environment; not for silent ones (your preferences say they should not pop up)")
+	execSilent := fs.Bool("exec-silent", false, "run --exec's command for silent notifications too, with PERCH_SILENT=1")
 	tab := fs.String("tab", "", "only notifications of this tab (any case)")
 	minSeverity := fs.String("min-severity", perch.SeverityInfo, "only notifications at least this severe: info, warning or error")
 	since := fs.String("since", "", "resume after this notification id instead of where the last run stopped (0: everything kept)")
@@ -73,6 +74,9 @@ func (c *cli) listen(ctx context.Context, args []string) error {
 	}
 	if *asJSON && *command != "" {
 		return fmt.Errorf("--json and --exec do not go together: --exec's command gets each notification instead of the output")
+	}
+	if *execSilent && *command == "" {
+		return fmt.Errorf("--exec-silent goes with --exec")
 	}
 	st, err := c.store()
 	if err != nil {
@@ -93,7 +97,7 @@ func (c *cli) listen(ctx context.Context, args []string) error {
 	stderr := &lockedWriter{w: c.stderr} // the disconnection timer writes too
 	l := &listener{
 		cli: c, ctx: ctx, store: st, server: si.Server, consumer: consumer, stderr: stderr,
-		asJSON: *asJSON, command: *command, tab: *tab, floor: floor,
+		asJSON: *asJSON, command: *command, execSilent: *execSilent, tab: *tab, floor: floor,
 		watch: &connWatch{out: stderr, server: si.Server, quietFor: c.quietFor},
 	}
 	err = st.Client(si, c.clientOpts...).Listen(ctx, resume, l.handle)
@@ -116,10 +120,11 @@ type listener struct {
 	consumer string // whose resume point this listen keeps
 	stderr   io.Writer
 
-	asJSON  bool
-	command string
-	tab     string
-	floor   int // the least severity rank shown
+	asJSON     bool
+	command    string
+	execSilent bool // run command for silent notifications too
+	tab        string
+	floor      int // the least severity rank shown
 
 	watch     *connWatch
 	ready     bool // the first ready frame has come
@@ -148,7 +153,7 @@ func (l *listener) handle(e client.Event) {
 		l.record(resume)
 	case client.EventNotification:
 		n := e.Notification
-		if l.wanted(n) && !l.show(n) {
+		if l.wanted(n) && !l.show(n, e.Silent) {
 			return // its command was cut short: the next run shows it again
 		}
 		// Only once it has been shown: a process killed in between shows it
@@ -168,24 +173,47 @@ func (l *listener) wanted(n *perch.Notification) bool {
 }
 
 // show prints n, or runs --exec's command for it, and reports whether n
-// was handled.
-func (l *listener) show(n *perch.Notification) bool {
+// was handled. A silent notification (the user's preferences say it should
+// not pop up) is printed with its mark, and runs no command unless
+// --exec-silent says so.
+func (l *listener) show(n *perch.Notification, silent bool) bool {
 	switch {
 	case l.command != "":
-		return l.run(n)
+		if silent && !l.execSilent {
+			return true
+		}
+		return l.run(n, silent)
 	case l.asJSON:
-		b, _ := json.Marshal(n)
+		b, _ := json.Marshal(struct {
+			*perch.Notification
+			Silent bool `json:"silent,omitempty"`
+		}{n, silent})
 		fmt.Fprintf(l.cli.stdout, "%s\n", b)
 	default:
-		fmt.Fprintln(l.cli.stdout, formatLine(n, time.Local))
+		line := formatLine(n, time.Local)
+		if silent {
+			line = markSilent(line)
+		}
+		fmt.Fprintln(l.cli.stdout, line)
 	}
 	return true
+}
+
+// silentMark is how a printed line says its notification is silent.
+const silentMark = "(silent) "
+
+// markSilent puts the silent mark after the line's time.
+func markSilent(line string) string {
+	if i := strings.Index(line, "  "); i >= 0 {
+		return line[:i+2] + silentMark + line[i+2:]
+	}
+	return silentMark + line
 }
 
 // run runs --exec's command for n. A failing command is reported and
 // listening goes on: one bad notification must not stop the rest. It
 // reports false only when the command was stopped by the end of listen.
-func (l *listener) run(n *perch.Notification) bool {
+func (l *listener) run(n *perch.Notification, silent bool) bool {
 	cmd := shellCommand(l.ctx, l.command)
 	cmd.Env = append(cmd.Environ(),
 		"PERCH_ID="+n.ID,
@@ -197,6 +225,9 @@ func (l *listener) run(n *perch.Notification) bool {
 		"PERCH_URL="+n.URL,
 		"PERCH_CREATED_AT="+n.CreatedAt.UTC().Format(time.RFC3339Nano),
 	)
+	if silent {
+		cmd.Env = append(cmd.Env, "PERCH_SILENT=1")
+	}
 	cmd.Stdout, cmd.Stderr = l.cli.stdout, l.cli.stderr
 	err := cmd.Run()
 	if l.ctx.Err() != nil {

@@ -6,10 +6,13 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
@@ -28,6 +31,13 @@ type Frame struct {
 type encoding struct {
 	once sync.Once
 	b    []byte
+
+	// A notification frame's variant that says "silent": true, made
+	// lazily by the first client whose preferences silence it, then
+	// shared by the others (see Silent).
+	silent  bool // this frame says silent already
+	altOnce sync.Once
+	alt     Frame
 }
 
 func newFrame(id int64, data []byte) Frame {
@@ -47,6 +57,34 @@ func (f Frame) Encoded(encode func(data []byte) []byte) []byte {
 	return f.wire.b
 }
 
+// Silent returns the notification frame f as it says "silent": true, made
+// once for every client that needs it; f itself when it says so already
+// (a min notification is silent for everyone) or is no notification frame.
+func (f Frame) Silent() Frame {
+	e := f.wire
+	if e == nil || e.silent || f.ID == 0 {
+		return f
+	}
+	e.altOnce.Do(func() {
+		e.alt = newFrame(f.ID, silenced(f.Data))
+		e.alt.wire.silent = true
+	})
+	return e.alt
+}
+
+// silenced is a notification frame's data, {"type":"notification","data":{…}},
+// with "silent": true added to the notification: the same bytes as encoding
+// it so, without encoding it again.
+func silenced(data []byte) []byte {
+	const tail = "}}"
+	if !bytes.HasSuffix(data, []byte(tail)) {
+		return data // not a frame NotificationFrame made
+	}
+	out := make([]byte, 0, len(data)+len(`,"silent":true`))
+	out = append(out, data[:len(data)-len(tail)]...)
+	return append(out, `,"silent":true}}`...)
+}
+
 // Client is one connection's place in the hub. The hub never waits for a
 // client and holds no goroutine for it: it queues frames and calls the
 // client's notify function, which starts whatever writes them out.
@@ -64,6 +102,64 @@ type Client struct {
 	max    int
 	reason string // why the hub dropped the client; "" while it is connected
 	notify func()
+
+	// The user's preferences as the client holds them: nil until set,
+	// which silences what the defaults do.
+	prefs atomic.Pointer[clientPrefs]
+}
+
+// clientPrefs are preferences as a client holds them: as they were stored
+// (for the ready frame), compiled (nil: nothing beyond the defaults), and
+// their version, so that an older copy never replaces a newer one.
+type clientPrefs struct {
+	version  int64
+	p        *perch.Preferences
+	silencer *perch.Silencer
+}
+
+// SetPreferences has the client follow the user's preferences p of version
+// v from now on, unless it holds a newer version already (one loaded at
+// connect may race with a change announced meanwhile); it reports whether
+// they were taken.
+func (c *Client) SetPreferences(v int64, p *perch.Preferences, now time.Time) bool {
+	next := &clientPrefs{version: v, p: p, silencer: p.Compile(now)}
+	for {
+		cur := c.prefs.Load()
+		if cur != nil && cur.version >= v {
+			return false
+		}
+		if c.prefs.CompareAndSwap(cur, next) {
+			return true
+		}
+	}
+}
+
+// Preferences are the user's preferences the client follows: the
+// defaults until set.
+func (c *Client) Preferences() *perch.Preferences {
+	if cp := c.prefs.Load(); cp != nil && cp.p != nil {
+		return cp.p
+	}
+	return perch.DefaultPreferences()
+}
+
+// Silent reports whether n should not pop up on this client at now.
+func (c *Client) Silent(n *perch.Notification, now time.Time) bool {
+	var s *perch.Silencer
+	if cp := c.prefs.Load(); cp != nil {
+		s = cp.silencer
+	}
+	return s.Silent(n, now)
+}
+
+// NotificationFrame is n's frame for this client: silent when its
+// preferences say so at now (for a replay; live frames are the hub's).
+func (c *Client) NotificationFrame(n *perch.Notification, now time.Time) Frame {
+	f := NotificationFrame(n)
+	if c.Silent(n, now) {
+		return f.Silent()
+	}
+	return f
 }
 
 // NewClient returns a client that may fall up to max frames behind. notify
@@ -158,11 +254,24 @@ type Hub struct {
 	byUser map[string]set
 	byOrg  map[string]set
 	byTeam map[string]set
+	now    func() time.Time
 }
 
+// Option configures a Hub.
+type Option func(*Hub)
+
+// WithClock has the hub read the time from now (whether quiet hours or a
+// snooze silence a notification) rather than time.Now: the server's clock,
+// which tests move.
+func WithClock(now func() time.Time) Option { return func(h *Hub) { h.now = now } }
+
 // New returns an empty hub.
-func New() *Hub {
-	return &Hub{all: set{}, byUser: map[string]set{}, byOrg: map[string]set{}, byTeam: map[string]set{}}
+func New(opts ...Option) *Hub {
+	h := &Hub{all: set{}, byUser: map[string]set{}, byOrg: map[string]set{}, byTeam: map[string]set{}, now: time.Now}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
 
 // Add registers c; from now on it receives what concerns its audience.
@@ -220,11 +329,25 @@ type wire struct {
 	Data any    `json:"data"`
 }
 
-// NotificationFrame encodes a notification frame.
+// NotificationFrame encodes a notification frame as it goes to a client
+// without preferences: silent when n has min priority, which never pops
+// up. Frame.Silent is the frame for clients whose preferences silence it.
 func NotificationFrame(n *perch.Notification) Frame {
 	id, _ := strconv.ParseInt(n.ID, 10, 64)
 	data, _ := json.Marshal(wire{Type: "notification", Data: n})
-	return newFrame(id, data)
+	f := newFrame(id, data)
+	if n.Priority == perch.PriorityMin {
+		f.Data = silenced(data)
+		f.wire.silent = true
+	}
+	return f
+}
+
+// PreferencesFrame encodes the frame that tells a user's clients their
+// preferences changed.
+func PreferencesFrame(p *perch.Preferences) Frame {
+	data, _ := json.Marshal(wire{Type: "preferences", Data: p})
+	return newFrame(0, data)
 }
 
 // ReadFrame encodes the frame that tells a user's clients what was read.
@@ -236,8 +359,12 @@ func ReadFrame(ids []string) Frame {
 // ReadyFrame encodes the frame that ends a replay. lastID is the newest
 // notification the client has now (0: none), so a client that connected
 // without ?since= still knows where to resume after a drop.
-func ReadyFrame(replayed int, gap bool, lastID int64) Frame {
-	d := map[string]any{"replayed": replayed, "gap": gap}
+// prefs are the preferences the client follows.
+func ReadyFrame(replayed int, gap bool, lastID int64, prefs *perch.Preferences) Frame {
+	if prefs == nil {
+		prefs = perch.DefaultPreferences()
+	}
+	d := map[string]any{"replayed": replayed, "gap": gap, "preferences": prefs}
 	if lastID > 0 {
 		d["last_id"] = strconv.FormatInt(lastID, 10)
 	}
@@ -258,13 +385,13 @@ func (h *Hub) Deliver(m perch.FanoutMessage) {
 		defer h.mu.RUnlock()
 		switch s := m.Notification.Scope; s.Type {
 		case perch.ScopeAll:
-			offerAll(h.all, f)
+			h.offerNotification(h.all, f, m.Notification)
 		case perch.ScopeUser:
-			offerAll(h.byUser[s.ID], f)
+			h.offerNotification(h.byUser[s.ID], f, m.Notification)
 		case perch.ScopeOrg:
-			offerAll(h.byOrg[s.ID], f)
+			h.offerNotification(h.byOrg[s.ID], f, m.Notification)
 		case perch.ScopeTeam:
-			offerAll(h.byTeam[s.ID], f)
+			h.offerNotification(h.byTeam[s.ID], f, m.Notification)
 		}
 	case perch.FanoutRead:
 		f := ReadFrame(m.IDs)
@@ -279,6 +406,20 @@ func (h *Hub) Deliver(m perch.FanoutMessage) {
 			// already; only the others must reconnect.
 			if m.Audience == nil || !c.Audience.Equal(*m.Audience) {
 				c.drop(ReasonGrants)
+			}
+		}
+	case perch.FanoutPreferences:
+		if m.Preferences == nil {
+			return
+		}
+		f := PreferencesFrame(m.Preferences)
+		now := h.now()
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		for c := range h.byUser[m.UserID] {
+			// A client that loaded these (or newer) at connect has them.
+			if c.SetPreferences(m.Version, m.Preferences, now) && !c.offer(f) {
+				c.drop(ReasonSlow)
 			}
 		}
 	case perch.FanoutRevoked:
@@ -313,6 +454,32 @@ func (h *Hub) DropAll(reason string) {
 	defer h.mu.RUnlock()
 	for c := range h.all {
 		c.drop(reason)
+	}
+}
+
+// offerNotification offers n's frame f to the clients of s, the silent
+// variant to those whose preferences silence it. A client without
+// preferences costs one atomic load more than offerAll; the clock is read
+// once, for the first client that has some.
+func (h *Hub) offerNotification(s set, f Frame, n *perch.Notification) {
+	if f.wire.silent { // min: silent for everyone
+		offerAll(s, f)
+		return
+	}
+	var now time.Time
+	for c := range s {
+		g := f
+		if cp := c.prefs.Load(); cp != nil && cp.silencer != nil {
+			if now.IsZero() {
+				now = h.now()
+			}
+			if cp.silencer.Silent(n, now) {
+				g = f.Silent()
+			}
+		}
+		if !c.offer(g) {
+			c.drop(ReasonSlow)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ type kindTemplates struct {
 // templates are parsed once at start-up: a broken template is a bug, and the
 // tests render every kind.
 var templates = parseTemplates(perch.EmailVerify, perch.EmailChange, perch.EmailPasswordReset, perch.EmailInvitation,
-	perch.EmailTest, perch.EmailNewsletter, WorkflowKind)
+	perch.EmailTest, perch.EmailNewsletter, WorkflowKind, UnreadKind)
 
 func parseTemplates(kinds ...string) map[string]kindTemplates {
 	m := make(map[string]kindTemplates, len(kinds))
@@ -64,6 +64,8 @@ type data struct {
 	Severity string   // a workflow's notification: its severity, source and workflow
 	Source   string
 	Workflow string
+	Items    []UnreadItem // the unread mail's notifications, and how many more there are
+	More     int
 }
 
 // VerifyEmail is sent after registration: link confirms the address to.

@@ -29,6 +29,9 @@ func TestTemplatesRenderEveryKind(t *testing.T) {
 			[]string{"Second line", "subscribed"}},
 		{WorkflowKind, WorkflowNotification("ada@example.org", evil, "Disk full\r\non db-1", "error", "monitoring", link, "Deploys & alerts"),
 			[]string{"on db-1", "error", "monitoring", "Sent by the workflow", "Deploys & alerts"}},
+		{UnreadKind, Unread("ada@example.org", "Ada", []UnreadItem{{Title: evil, Tab: "Ops & on-call", Priority: "high", Link: "https://db.example/1"},
+			{Title: "Disk\r\nfull", Priority: "urgent"}}, 3, "30 minutes", link, "https://perch.example.com/u"),
+			[]string{"5 notifications you have not read", "30 minutes", "[high] Ops & on-call: ", "https://db.example/1", "[urgent] Disk full", "and 3 more"}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
-	"encoding/base64"
 	"encoding/csv"
 	"mime"
 	"net/http"
@@ -27,31 +25,21 @@ const (
 // made for anything else is no unsubscribe token.
 const unsubscribePurpose = "newsletter-unsubscribe"
 
-// unsubscribeMACSize is how much of the HMAC a token carries: 128 bits.
-const unsubscribeMACSize = 16
-
-// unsubscribeToken is the newsletter's unsubscribe token for a user: the
-// user's id and an HMAC of it under the server's key. It grants nothing but
-// unsubscribing, does not expire (last year's newsletter can still be left),
-// and is the same in every issue; a new PERCH_SECRET_KEY voids them all.
+// unsubscribeToken is the newsletter's unsubscribe token for a user
+// (secrets.Box.LinkToken): it grants nothing but unsubscribing, does not
+// expire (last year's newsletter can still be left), and is the same in
+// every issue; a new PERCH_SECRET_KEY voids them all.
 func (s *Server) unsubscribeToken(userID string) string {
-	mac := s.opts.Secrets.Sign(unsubscribePurpose, []byte(userID))[:unsubscribeMACSize]
-	return userID + "." + base64.RawURLEncoding.EncodeToString(mac)
+	return s.opts.Secrets.LinkToken(unsubscribePurpose, userID)
 }
 
 // unsubscriber returns the user an unsubscribe token names, when it is one
 // this server signed.
 func (s *Server) unsubscriber(token string) (userID string, ok bool) {
-	userID, encoded, found := strings.Cut(token, ".")
-	if !found || userID == "" || s.opts.Secrets == nil {
+	if s.opts.Secrets == nil {
 		return "", false
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(encoded)
-	if err != nil || len(mac) != unsubscribeMACSize {
-		return "", false
-	}
-	want := s.opts.Secrets.Sign(unsubscribePurpose, []byte(userID))[:unsubscribeMACSize]
-	return userID, hmac.Equal(mac, want)
+	return s.opts.Secrets.LinkTokenID(unsubscribePurpose, token)
 }
 
 // newsletterPage is the admin's list: how many subscribers there are in

@@ -115,6 +115,8 @@ var authzCases = []authzCase{
 	{"GET", "/api/v1/users/me", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"PATCH", "/api/v1/users/me", map[string]string{"name": "Renamed"}, [6]int{401, 200, 200, 200, 200, 200}},
 	{"GET", "/api/v1/users/me/features", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"GET", "/api/v1/users/me/preferences", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"PUT", "/api/v1/users/me/preferences", map[string]any{"muted": []map[string]string{{"tab": "Code"}}}, [6]int{401, 200, 200, 200, 200, 200}},
 	// The matrix's server has a platform admin: no setup code works.
 	{"GET", "/api/v1/setup", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"POST", "/api/v1/setup/admin", map[string]string{"code": "pst_x"}, [6]int{401, 403, 403, 403, 403, 403}},
@@ -167,6 +169,7 @@ var authzCases = []authzCase{
 	{"POST", "/api/v1/admin/newsletter", map[string]string{"subject": "S", "body": "B"}, [6]int{401, 403, 403, 403, 403, 202}},
 	{"POST", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/newsletter/unsubscribe?token=x.y", nil, [6]int{303, 303, 303, 303, 303, 303}},
+	{"POST", "/api/v1/unread-mail/unsubscribe?token=x.y", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/auth/saml/metadata?org_id={org}", nil, [6]int{404, 404, 404, 404, 404, 404}},
 	{"GET", "/api/v1/auth/saml/login?org_id={org}", nil, [6]int{302, 302, 302, 302, 302, 302}},
 	{"POST", "/api/v1/auth/saml/acs", nil, [6]int{302, 302, 302, 302, 302, 302}},

@@ -71,7 +71,7 @@ func newAPI(t testing.TB, s *store.Store, adjust ...func(*Options)) *api {
 		Store:  s,
 		Logger: logger,
 		Fanout: fanout.NewLocal(),
-		Hub:    hub.New(),
+		Hub:    hub.New(hub.WithClock(clock.Now)),
 		Webhooks: WebhookOptions{
 			BroadcastLimit:     perch.Limit{Count: 1000, Period: time.Minute},
 			AnonymousBroadcast: true,

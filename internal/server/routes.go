@@ -42,6 +42,8 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/users/me", s.allowed(perch.ViewAccount, s.me))
 	m.Handle("PATCH /api/v1/users/me", s.allowed(perch.ManageAccount, s.updateMe))
 	m.Handle("GET /api/v1/users/me/features", s.allowed(perch.ViewAccount, s.features))
+	m.Handle("GET /api/v1/users/me/preferences", s.allowed(perch.ViewAccount, s.preferences))
+	m.Handle("PUT /api/v1/users/me/preferences", s.allowed(perch.ManageAccount, s.updatePreferences))
 
 	// The first platform admin: a setup link's code, redeemed by a signed-in
 	// user, limited per client address as sign-in is (admin_setup.go).
@@ -185,9 +187,10 @@ func (s *Server) routes() {
 	m.Handle("PATCH /api/v1/admin/orgs/{id}", s.allowed(perch.PlatformAdmin, s.adminUpdateOrg))
 	m.Handle("GET /api/v1/admin/plans", s.allowed(perch.PlatformAdmin, s.adminListPlans))
 
-	// E-mail settings and the newsletter. The unsubscribe link works with no
-	// credential but its token; mail providers post to it from shared
-	// addresses, so it has the per-user allowance, per address.
+	// E-mail settings, the newsletter and the unread mail. The unsubscribe
+	// links work with no credential but their tokens; mail providers post
+	// to them from shared addresses, so they have the per-user allowance,
+	// per address.
 	m.Handle("GET /api/v1/admin/email-config", s.allowed(perch.PlatformAdmin, s.getEmailConfig))
 	m.Handle("PUT /api/v1/admin/email-config", s.allowed(perch.PlatformAdmin, s.putEmailConfig))
 	m.Handle("POST /api/v1/admin/email-config/test", s.allowed(perch.PlatformAdmin, s.testEmailConfig))
@@ -195,6 +198,7 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/admin/newsletter", s.allowed(perch.PlatformAdmin, s.sendNewsletter))
 	m.Handle("POST /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribe))
 	m.Handle("GET /api/v1/newsletter/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribePage))
+	m.Handle("POST /api/v1/unread-mail/unsubscribe", s.perIP("unsubscribe", user, s.unsubscribeUnread))
 
 	// SCIM 2.0 (scim*.go): an organisation's identity provider manages its
 	// members and their teams (Groups) with the organisation's SCIM token, within the per-user

@@ -18,6 +18,7 @@ type stores struct {
 	authDB         authStore         // auth_*.go but tokens
 	tokenDB        tokenStore        // auth_tokens.go, webhook_tokens.go
 	accountDB      accountStore      // account_*.go
+	preferencesDB  preferencesStore  // account_preferences.go, ws.go (the preferences a socket follows)
 	orgDB          orgStore          // org*.go
 	webhookDB      webhookStore      // webhook_*.go
 	notificationDB notificationStore // notification_*.go, ws.go (replay)
@@ -41,6 +42,7 @@ func newStores(st *store.Store) stores {
 		authDB:         st,
 		tokenDB:        st,
 		accountDB:      st,
+		preferencesDB:  st,
 		orgDB:          st,
 		webhookDB:      st,
 		notificationDB: st,

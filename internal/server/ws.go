@@ -148,6 +148,10 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	prefs, version, err := s.preferencesDB.Preferences(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
 	if s.wsErr != nil {
 		return s.wsErr
 	}
@@ -168,6 +172,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	// The preferences are the client's before it joins the hub, so that
+	// the first live frame is silent when it should be.
+	so.Client().SetPreferences(version, prefs, s.now())
 	if !so.Start() {
 		return nil // the connection ended already
 	}
@@ -179,6 +186,13 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) error {
 		so.Client().Revoke()
 		so.Drain() // the replay has not begun: this goroutine is the writer
 		return nil
+	}
+
+	// A change of preferences announced between reading them and joining
+	// the hub found no client to tell; reading them again closes that
+	// window (an older version than the client holds is not taken).
+	if prefs, version, err := s.preferencesDB.Preferences(r.Context(), u.ID); err == nil {
+		so.Client().SetPreferences(version, prefs, s.now())
 	}
 
 	// Nothing of the request is kept: an idle connection would hold its
@@ -234,8 +248,9 @@ func (s *Server) replay(ctx context.Context, so *wsloop.Socket, a *perch.Audienc
 				return err
 			}
 			frames = frames[:0]
+			now := s.now()
 			for _, n := range page {
-				frames = append(frames, hub.NotificationFrame(n))
+				frames = append(frames, so.Client().NotificationFrame(n, now))
 				cursor = n.ID
 			}
 			if err := so.Write(frames); err != nil {
@@ -256,7 +271,7 @@ func (s *Server) replay(ctx context.Context, so *wsloop.Socket, a *perch.Audienc
 			so.SetLast(last)
 		}
 	}
-	return so.Write([]hub.Frame{hub.ReadyFrame(replayed, gap, so.Last())})
+	return so.Write([]hub.Frame{hub.ReadyFrame(replayed, gap, so.Last(), so.Client().Preferences())})
 }
 
 // receipt carries out a read receipt from a client whose audience is a;

@@ -227,13 +227,22 @@ func dialRaw(t *testing.T, ts *httptest.Server, token string) *rawSocket {
 	return s
 }
 
-// next reads a frame. Server frames are unmasked, and these are short.
+// next reads a frame. Server frames are unmasked, and under 64 KiB here
+// (the ready frame, with the user's preferences, takes a 16-bit length).
 func (s *rawSocket) next() (opcode byte, payload []byte, err error) {
 	var h [2]byte
 	if _, err := io.ReadFull(s.r, h[:]); err != nil {
 		return 0, nil, err
 	}
-	payload = make([]byte, h[1]&0x7f)
+	n := int(h[1] & 0x7f)
+	if n == 126 {
+		var ext [2]byte
+		if _, err := io.ReadFull(s.r, ext[:]); err != nil {
+			return 0, nil, err
+		}
+		n = int(ext[0])<<8 | int(ext[1])
+	}
+	payload = make([]byte, n)
 	_, err = io.ReadFull(s.r, payload)
 	return h[0] & 0x0f, payload, err
 }

@@ -100,7 +100,7 @@ func TestReplayGivesExactlyWhatWasMissed(t *testing.T) {
 		tok := a.webhookToken(ada, "user", "")
 		first := a.post(tok, "before")
 		c := dial(t, ts, ada.Access, "")
-		if f := c.next(); f.Type != "ready" || string(f.Data) != `{"gap":false,"last_id":"`+first+`","replayed":0}` {
+		if f := c.next(); f.Type != "ready" || string(f.Data) != `{"gap":false,"last_id":"`+first+`","preferences":{"muted":[],"quiet_hours":null,"snooze_until":null,"email_unread":null},"replayed":0}` {
 			t.Fatalf("ready without since: %s", f.Data)
 		}
 		seen := a.post(tok, "seen")

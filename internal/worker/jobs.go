@@ -40,13 +40,14 @@ const (
 )
 
 // Tick is one pass of the workflow worker: it delivers the digests
-// whose window ended, one summary notification each, and carries out up to
+// whose window ended, one summary notification each, carries out up to
 // 20 due jobs (forwards and e-mail), 4 at a time, completing each one that
-// succeeds and scheduling a retry of each one that fails. A failed job is
+// succeeds and scheduling a retry of each one that fails, and mails the
+// users whose unread mail is due (unread.go). A failed job is
 // not an error of the tick; failing to reach the store, or to deliver a
 // digest, is.
 func (wk *Worker) Tick(ctx context.Context) error {
-	return errors.Join(wk.deliverDigests(ctx), wk.runJobs(ctx))
+	return errors.Join(wk.deliverDigests(ctx), wk.runJobs(ctx), wk.mailUnread(ctx))
 }
 
 // deliverDigests claims the due digests and delivers each.
