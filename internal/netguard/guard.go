@@ -23,6 +23,19 @@ import (
 // tell a forbidden address (errors.Is) from a network failure.
 var ErrRefused = errors.New("netguard: address refused")
 
+// Refusal is the error of an address or host the guard refuses; it wraps
+// ErrRefused. Why says what the address is (or what is wrong with the
+// host) without naming it, for answers that must not repeat a URL that
+// was kept secret: "loopback (127.0.0.0/8)", "the host is not a valid
+// name".
+type Refusal struct {
+	said string // the whole reason, with the host or address
+	Why  string
+}
+
+func (r *Refusal) Error() string { return ErrRefused.Error() + ": " + r.said }
+func (r *Refusal) Unwrap() error { return ErrRefused }
+
 // Resolver looks up a name's addresses; *net.Resolver is one. Tests stub it
 // so that names resolve to the addresses they need without DNS.
 type Resolver interface {
@@ -65,7 +78,7 @@ type Guard struct {
 // without it.
 func (g *Guard) Check(ip netip.Addr) error {
 	if why := g.refusal(ip); why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrRefused, ip, why)
+		return &Refusal{said: fmt.Sprintf("%s is %s", ip, why), Why: why}
 	}
 	return nil
 }
@@ -137,7 +150,7 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	ip, isAddr, err := hostAddr(host)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrRefused, host, err)
+		return nil, &Refusal{said: fmt.Sprintf("%q: %v", host, err), Why: err.Error()}
 	}
 	if isAddr {
 		if err := g.Check(ip); err != nil {
@@ -164,7 +177,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 			return nil, fmt.Errorf("%w: %s resolves to an address that cannot be read", ErrRefused, host)
 		}
 		if why := g.refusal(ip); why != "" {
-			return nil, fmt.Errorf("%w: %s resolves to %s, which is %s", ErrRefused, host, ip, why)
+			return nil, &Refusal{said: fmt.Sprintf("%s resolves to %s, which is %s", host, ip, why), Why: why}
 		}
 		ips = append(ips, ip)
 	}
