@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,6 +32,15 @@ var ErrRefused = errors.New("netguard: address refused")
 type Refusal struct {
 	said string // the whole reason, with the host or address
 	Why  string
+}
+
+// unnamed is why without the address an embedding form carries ("an
+// IPv4-mapped address for 127.0.0.1, which is loopback …" → "loopback …").
+func unnamed(why string) string {
+	if i := strings.LastIndex(why, ", which is "); i >= 0 {
+		return why[i+len(", which is "):]
+	}
+	return why
 }
 
 func (r *Refusal) Error() string { return ErrRefused.Error() + ": " + r.said }
@@ -78,7 +88,7 @@ type Guard struct {
 // without it.
 func (g *Guard) Check(ip netip.Addr) error {
 	if why := g.refusal(ip); why != "" {
-		return &Refusal{said: fmt.Sprintf("%s is %s", ip, why), Why: why}
+		return &Refusal{said: fmt.Sprintf("%s is %s", ip, why), Why: unnamed(why)}
 	}
 	return nil
 }
@@ -177,7 +187,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 			return nil, fmt.Errorf("%w: %s resolves to an address that cannot be read", ErrRefused, host)
 		}
 		if why := g.refusal(ip); why != "" {
-			return nil, &Refusal{said: fmt.Sprintf("%s resolves to %s, which is %s", host, ip, why), Why: why}
+			return nil, &Refusal{said: fmt.Sprintf("%s resolves to %s, which is %s", host, ip, why), Why: unnamed(why)}
 		}
 		ips = append(ips, ip)
 	}
