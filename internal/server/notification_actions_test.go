@@ -14,6 +14,7 @@ import (
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/netguard"
+	"github.com/perch-dev/perch/internal/pagerduty/pagerdutyfake"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/worker"
@@ -38,6 +39,16 @@ func (a *api) sealAction(req perch.ActionRequest) string {
 		a.t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(a.srv.opts.Secrets.Seal(b))
+}
+
+// mustJSON is v as JSON text.
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
 }
 
 // httpAction is an http action whose request is sealed.
@@ -116,9 +127,15 @@ func TestHTTPActionIsSentSignedAndNeverShown(t *testing.T) {
 		ws := dial(t, ts, member.Access, "")
 		ws.ready()
 
-		n := a.storeNotification(orgNote(owner, "Deploy 42 waits", a.httpAction("a1", "Approve", perch.ActionRequest{
-			Method: "PUT", URL: target.URL + "/deploys/42?key=q-secret", Headers: map[string]string{"Authorization": secretHeader, "X-Custom": "c1"}, Body: body,
-		})))
+		// The sender's delivery, through the inbound receiver, which seals
+		// the request.
+		hook := a.webhookToken(owner, "org", "")
+		ids := a.whOK("/webhooks/inbound", hook, mustJSON(t, map[string]any{"title": "Deploy 42 waits", "actions": []any{
+			map[string]any{"type": "view", "label": "Open", "url": "https://example.com/deploys/42"},
+			map[string]any{"type": "http", "label": "Approve", "url": target.URL + "/deploys/42?key=q-secret", "method": "PUT",
+				"headers": map[string]string{"Authorization": secretHeader, "X-Custom": "c1"}, "body": body},
+		}})).IDs
+		n := perch.Notification{ID: ids[0]}
 		f := ws.next()
 		if f.Type != "notification" {
 			t.Fatalf("frame %s %s", f.Type, f.Data)
@@ -133,11 +150,11 @@ func TestHTTPActionIsSentSignedAndNeverShown(t *testing.T) {
 			}
 		}
 		noLeak("the frame", string(f.Data))
-		if got := f.notification(t); len(got.Actions) != 1 || got.Actions[0].ID != "a1" || got.Actions[0].Type != "http" || got.Actions[0].Label != "Approve" {
+		if got := f.notification(t); len(got.Actions) != 2 || got.Actions[1].ID != "a2" || got.Actions[1].Type != "http" || got.Actions[1].Label != "Approve" {
 			t.Fatalf("frame actions %+v", got.Actions)
 		}
 
-		res := expect(t, a.runAction(member.Access, n.ID, "a1"), 200)
+		res := expect(t, a.runAction(member.Access, n.ID, "a2"), 200)
 		if d := res.Data(); d["status"] != float64(202) || d["ok"] != true {
 			t.Fatalf("answer %s, want status 202 and ok", res.Raw)
 		}
@@ -153,7 +170,7 @@ func TestHTTPActionIsSentSignedAndNeverShown(t *testing.T) {
 			r.Header.Get("Authorization") != secretHeader || r.Header.Get("X-Custom") != "c1" {
 			t.Errorf("the target got %s %s %v %q", r.Method, r.URL, r.Header, raws[0])
 		}
-		if r.Header.Get("X-Perch-Notification") != n.ID || r.Header.Get("X-Perch-Action") != "a1" {
+		if r.Header.Get("X-Perch-Notification") != n.ID || r.Header.Get("X-Perch-Action") != "a2" {
 			t.Errorf("Perch's headers: %v", r.Header)
 		}
 		signing := expect(t, a.call("GET", "/api/v1/org/integrations/actions", owner.Access, nil), 200).Data()
@@ -175,7 +192,7 @@ func TestHTTPActionIsSentSignedAndNeverShown(t *testing.T) {
 			t.Fatalf("%d audit entries, want 1", len(entries))
 		}
 		e := entries[0]
-		if e.Actor.ID != member.ID || e.Target.Type != "notification" || e.Target.ID != n.ID || e.Changes["action_id"] != "a1" ||
+		if e.Actor.ID != member.ID || e.Target.Type != "notification" || e.Target.ID != n.ID || e.Changes["action_id"] != "a2" ||
 			e.Changes["label"] != "Approve" || e.Changes["outcome"] != "done" || e.Changes["status"] != float64(202) {
 			t.Errorf("audit entry %+v", e)
 		}
@@ -281,4 +298,116 @@ func TestActionsRateLimited(t *testing.T) {
 		}
 		expect(t, a.runAction(member.Access, n.ID, "a1"), 409)
 	})
+}
+
+// TestPagerDutyNativeActions: without a stored key, PagerDuty incidents
+// carry no actions; with one (sealed, never shown), they carry Acknowledge
+// and Resolve, which call PagerDuty's PUT /incidents/{id} (the fake checks
+// it is made as the reference says) as the stored From address; a key
+// removed after the notification arrived makes running one 409.
+func TestPagerDutyNativeActions(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		const key = "u+LiveKey_123-abc"
+		fake := pagerdutyfake.Start(t, key)
+		fake.AddIncident("Q1CHK42", "triggered")
+		a := newAPI(t, s, func(o *Options) { o.Actions.PagerDutyURL = fake.URL() })
+		owner := a.register("Ada")
+		member := a.invite(owner, "Bob", "member")
+		_, hook := a.whToken(owner, "incidents", "org", "")
+		incident := whRead(t, "pagerduty/v3.incident.triggered.high.json")
+
+		// No key: no native actions.
+		first := a.whOK("/webhooks/pagerduty", hook, incident).IDs[0]
+		if notes := a.whHistory(member, ""); len(notes) != 1 || strings.Contains(a.call("GET", "/api/v1/notifications", member.Access, nil).Raw, `"actions"`) {
+			t.Fatalf("without a key the notification carries actions: %s", a.call("GET", "/api/v1/notifications", member.Access, nil).Raw)
+		}
+		expect(t, a.runAction(member.Access, first, "acknowledge"), 404)
+
+		// Storing the key: validated, owners and admins only, never shown.
+		res := expect(t, a.call("PUT", "/api/v1/org/integrations/pagerduty", owner.Access, map[string]string{"api_key": "has space", "from_email": "nope"}), 422)
+		if f := res.Fields(); f["api_key"] == nil || f["from_email"] == nil {
+			t.Errorf("fields %v, want api_key and from_email", f)
+		}
+		expect(t, a.call("PUT", "/api/v1/org/integrations/pagerduty", owner.Access, map[string]string{"api_key": strings.Repeat("k", 201), "from_email": "ops@example.com"}), 422)
+		expect(t, a.call("PUT", "/api/v1/org/integrations/pagerduty", member.Access, map[string]string{"api_key": key, "from_email": "ops@example.com"}), 403)
+		res = expect(t, a.call("PUT", "/api/v1/org/integrations/pagerduty", owner.Access, map[string]string{"api_key": key, "from_email": "ops@example.com"}), 200)
+		if d := res.Data(); d["configured"] != true || d["from_email"] != "ops@example.com" || strings.Contains(res.Raw, key) {
+			t.Errorf("PUT answered %s", res.Raw)
+		}
+		res = expect(t, a.call("GET", "/api/v1/org/integrations/pagerduty", owner.Access, nil), 200)
+		if d := res.Data(); d["configured"] != true || d["updated_at"] == nil || strings.Contains(res.Raw, key) {
+			t.Errorf("GET answered %s", res.Raw)
+		}
+		if e := a.auditOf(owner.OrgID, perch.AuditIntegrationUpdated); len(e) != 1 || e[0].Target.ID != "pagerduty" || strings.Contains(fmt.Sprint(e[0].Changes), key) {
+			t.Errorf("audit %+v", e)
+		}
+
+		// With the key: Acknowledge and Resolve, carried out on PagerDuty.
+		second := a.whOK("/webhooks/pagerduty", hook, incident, "X-Webhook-Id", "second-delivery").IDs[0]
+		var got perch.Notification
+		for _, n := range a.whHistoryFull(member) {
+			if n.ID == second {
+				got = n
+			}
+		}
+		if len(got.Actions) != 2 || got.Actions[0].ID != "acknowledge" || got.Actions[0].Label != "Acknowledge" || got.Actions[1].ID != "resolve" {
+			t.Fatalf("actions %+v", got.Actions)
+		}
+		raw := a.call("GET", "/api/v1/notifications", member.Access, nil).Raw
+		if strings.Contains(raw, perch.NativePagerDutyAcknowledge) || strings.Contains(raw, perch.NativePagerDutyResolve) || strings.Contains(raw, key) {
+			t.Errorf("the history shows what only the server needs: %s", raw)
+		}
+		if d := expect(t, a.runAction(member.Access, second, "acknowledge"), 200).Data(); d["status"] != float64(200) || d["ok"] != true {
+			t.Errorf("acknowledge: %v", d)
+		}
+		if fake.Status("Q1CHK42") != "acknowledged" {
+			t.Errorf("the incident is %q", fake.Status("Q1CHK42"))
+		}
+		expect(t, a.runAction(owner.Access, second, "resolve"), 200)
+		if ch := fake.Changes(); len(ch) != 2 || ch[1].Status != "resolved" || ch[1].From != "ops@example.com" || ch[0].Incident != "Q1CHK42" {
+			t.Errorf("PagerDuty saw %+v", ch)
+		}
+		if e := a.auditOf(owner.OrgID, perch.AuditNotificationAction); len(e) != 2 || e[0].Changes["native"] != perch.NativePagerDutyResolve || e[0].Changes["outcome"] != "done" {
+			t.Errorf("audit %+v", e)
+		}
+
+		// PagerDuty's refusals are reported: an incident it does not know,
+		// a key it does not take.
+		unknown := a.storeNotification(orgNote(owner, "Gone", perch.NotificationAction{ID: "resolve", Type: perch.ActionHTTP, Label: "Resolve",
+			Native: perch.NativePagerDutyResolve, Ref: "PNOSUCH"}))
+		if d := expect(t, a.runAction(owner.Access, unknown.ID, "resolve"), 200).Data(); d["status"] != float64(404) || d["ok"] != false {
+			t.Errorf("unknown incident: %v", d)
+		}
+		expect(t, a.call("PUT", "/api/v1/org/integrations/pagerduty", owner.Access, map[string]string{"api_key": "u+revoked", "from_email": "ops@example.com"}), 200)
+		if d := expect(t, a.runAction(owner.Access, second, "resolve"), 200).Data(); d["status"] != float64(401) || d["ok"] != false {
+			t.Errorf("wrong key: %v", d)
+		}
+
+		// The key removed after the notification arrived: 409.
+		expect(t, a.call("DELETE", "/api/v1/org/integrations/pagerduty", owner.Access, nil), 204)
+		expect(t, a.call("DELETE", "/api/v1/org/integrations/pagerduty", owner.Access, nil), 404)
+		if msg := expect(t, a.runAction(member.Access, second, "acknowledge"), 409).ErrorMessage(); !strings.Contains(msg, "PagerDuty API key") {
+			t.Errorf("without the key: %q", msg)
+		}
+		if d := expect(t, a.call("GET", "/api/v1/org/integrations/pagerduty", owner.Access, nil), 200).Data(); d["configured"] != false {
+			t.Errorf("after removal: %v", d)
+		}
+		if e := a.auditOf(owner.OrgID, perch.AuditIntegrationRemoved); len(e) != 1 {
+			t.Errorf("removal audited %d times", len(e))
+		}
+	})
+}
+
+// whHistoryFull is acc's history as notifications.
+func (a *api) whHistoryFull(acc *account) []perch.Notification {
+	a.t.Helper()
+	res := expect(a.t, a.call("GET", "/api/v1/notifications", acc.Access, nil), 200)
+	var out struct {
+		Data []perch.Notification `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(res.Raw), &out); err != nil {
+		a.t.Fatal(err)
+	}
+	return out.Data
 }
