@@ -245,6 +245,14 @@ func TestHTTPActionPrivateTargetRefused(t *testing.T) {
 				t.Errorf("%s: audit %+v", c.url, e.Changes)
 			}
 		}
+		// A spelling the receiver's check of IP literals takes for a name
+		// is stored, and refused when it runs.
+		hook := a.webhookToken(owner, "org", "")
+		id := a.whOK("/webhooks/inbound", hook, mustJSON(t, map[string]any{"title": "Spelled", "actions": []any{
+			map[string]any{"type": "http", "label": "Go", "url": "http://0x7f.1:8080/hook"}}})).IDs[0]
+		if f := expect(t, a.runAction(owner.Access, id, "a1"), 422).Fields(); !strings.Contains(fmt.Sprint(f["url"]), "loopback") {
+			t.Errorf("through the receiver: fields %v", f)
+		}
 	})
 }
 
