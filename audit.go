@@ -121,6 +121,15 @@ const (
 	// AuditWorkflowDeliveryRetried: a failed delivery (forward or e-mail)
 	// queued again by an owner or admin; target type "delivery".
 	AuditWorkflowDeliveryRetried = "workflow.delivery.retried"
+	// AuditNotificationAction: someone ran an action of a notification
+	// (target type "notification"), with the action's id and label and
+	// its outcome; never what an http action sends, nor where.
+	AuditNotificationAction = "notification.action"
+	// AuditIntegrationUpdated and AuditIntegrationRemoved: an
+	// organisation's integration (PagerDuty) stored or removed, target type
+	// "integration" with its kind; never its key.
+	AuditIntegrationUpdated = "org.integration.updated"
+	AuditIntegrationRemoved = "org.integration.removed"
 )
 
 // AuditFilter selects audit entries: newest first, those before Cursor (an

@@ -25,6 +25,7 @@ const (
 	EUNAVAILABLE  = "unavailable"        // 503: a dependency is down
 	EMETHOD       = "method_not_allowed" // 405
 	EUPGRADE      = "upgrade_required"   // 426: the WebSocket endpoint asked without a WebSocket handshake
+	EBADGATEWAY   = "bad_gateway"        // 502: a system Perch called for the caller did not answer
 
 	// EFEATUREDISABLED answers a route whose feature flag is off for the
 	// caller (workflows, marketplace): 403, with a message naming the flag.
@@ -50,6 +51,7 @@ var statuses = map[string]int{
 	ERATELIMITED:  429,
 	EINTERNAL:     500,
 	EUNAVAILABLE:  503,
+	EBADGATEWAY:   502,
 
 	EFEATUREDISABLED: 403,
 

@@ -10,7 +10,7 @@ func TestHTTPStatusOfEveryCode(t *testing.T) {
 	for code, want := range map[string]int{
 		EBADREQUEST: 400, EUNAUTHORIZED: 401, EFORBIDDEN: 403, ENOTFOUND: 404, EMETHOD: 405, ECONFLICT: 409,
 		ETOOLARGE: 413, EUPGRADE: 426, EVALIDATION: 422, ERATELIMITED: 429, EINTERNAL: 500, EUNAVAILABLE: 503, "made_up": 500,
-		EFEATUREDISABLED: 403,
+		EFEATUREDISABLED: 403, EBADGATEWAY: 502,
 	} {
 		if got := HTTPStatus(code); got != want {
 			t.Errorf("HTTPStatus(%q) = %d, want %d", code, got, want)

@@ -11,27 +11,30 @@ type Action int
 
 // Actions, by who may take them and the API token scope they need.
 const (
-	ViewOrg           Action = iota // every member: the organisation, its members and teams (read)
-	ManageOrg                       // owners and admins: rename (manage)
-	ManageMembers                   // owners and admins: change roles (manage; see AuthorizeMemberChange)
-	ManageTeams                     // owners and admins: create, edit, delete teams and their members (manage)
-	ManageInvitations               // owners and admins: send and revoke invitations (manage)
-	ViewOrgAudit                    // owners and admins: the organisation's audit log (read)
-	ManageSSO                       // owners: single sign-on (SAML), its domains and the SCIM token (manage)
-	ManageBilling                   // owners and admins: checkout and the payment provider's portal (manage)
-	ViewWorkflows                   // every member: the organisation's workflows and their runs, and trying them (read)
-	ManageWorkflows                 // owners and admins: create, edit, delete, install, fork and publish workflows (manage)
-	PlatformAdmin                   // platform admins: /admin (manage, reads included)
-	ViewAccount                     // every user: their own account, features, tokens' list, announcements (read)
-	ManageAccount                   // every user: change their account, its identities, approve a desktop sign-in, redeem a setup link (manage)
-	ManageTokens                    // every user: make, change and delete their API and webhook tokens (manage)
-	ReadNotifications               // every user: their notifications, their read state and the live feed (read)
-	LeaveOrg                        // every member: leave the organisation; removing others is ManageMembers (manage)
-	JoinOrg                         // every user: accept an invitation (manage)
-	ViewInvitations                 // owners and admins: the pending invitations (read)
-	ViewSSO                         // owners: the single sign-on settings (read)
-	ViewDeliveries                  // owners and admins: the workflows' failed deliveries (read)
-	actionCount                     // the number of actions; keep it last
+	ViewOrg                Action = iota // every member: the organisation, its members and teams (read)
+	ManageOrg                            // owners and admins: rename (manage)
+	ManageMembers                        // owners and admins: change roles (manage; see AuthorizeMemberChange)
+	ManageTeams                          // owners and admins: create, edit, delete teams and their members (manage)
+	ManageInvitations                    // owners and admins: send and revoke invitations (manage)
+	ViewOrgAudit                         // owners and admins: the organisation's audit log (read)
+	ManageSSO                            // owners: single sign-on (SAML), its domains and the SCIM token (manage)
+	ManageBilling                        // owners and admins: checkout and the payment provider's portal (manage)
+	ViewWorkflows                        // every member: the organisation's workflows and their runs, and trying them (read)
+	ManageWorkflows                      // owners and admins: create, edit, delete, install, fork and publish workflows (manage)
+	PlatformAdmin                        // platform admins: /admin (manage, reads included)
+	ViewAccount                          // every user: their own account, features, tokens' list, announcements (read)
+	ManageAccount                        // every user: change their account, its identities, approve a desktop sign-in, redeem a setup link (manage)
+	ManageTokens                         // every user: make, change and delete their API and webhook tokens (manage)
+	ReadNotifications                    // every user: their notifications, their read state and the live feed (read)
+	LeaveOrg                             // every member: leave the organisation; removing others is ManageMembers (manage)
+	JoinOrg                              // every user: accept an invitation (manage)
+	ViewInvitations                      // owners and admins: the pending invitations (read)
+	ViewSSO                              // owners: the single sign-on settings (read)
+	ViewDeliveries                       // owners and admins: the workflows' failed deliveries (read)
+	RunNotificationActions               // every user: run an action of a notification they can see (send)
+	ViewIntegrations                     // owners and admins: whether the organisation's integrations (PagerDuty) are set up (read)
+	ManageIntegrations                   // owners and admins: store and remove the integrations' credentials, read the actions' signing secret (manage)
+	actionCount                          // the number of actions; keep it last
 )
 
 // actionScopes is the API token scope each action needs: a token limited to
@@ -62,6 +65,10 @@ var actionScopes = [actionCount]TokenScope{
 	ViewInvitations:   ScopeRead,
 	ViewSSO:           ScopeRead,
 	ViewDeliveries:    ScopeRead,
+
+	RunNotificationActions: ScopeSend,
+	ViewIntegrations:       ScopeRead,
+	ManageIntegrations:     ScopeManage,
 }
 
 // Scope is the API token scope a needs ("" for an action without one,
@@ -110,9 +117,10 @@ var errOrgAdminsOnly = Errorf(EFORBIDDEN, "Only owners and admins of the organis
 // Authorize returns nil when u may take action a, or an EFORBIDDEN error.
 func Authorize(u *User, a Action) error {
 	switch a {
-	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg:
+	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg, RunNotificationActions:
 		return nil
-	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewInvitations, ViewOrgAudit, ManageBilling, ManageWorkflows, ViewDeliveries:
+	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewInvitations, ViewOrgAudit, ManageBilling, ManageWorkflows, ViewDeliveries,
+		ViewIntegrations, ManageIntegrations:
 		if u.IsOrgAdmin() {
 			return nil
 		}

@@ -105,3 +105,18 @@ func (c *Client) Deliver(ctx context.Context, webhookToken string, e InboundEven
 	}
 	return &out, nil
 }
+
+// RunAction runs action actionID of notification id: the server makes an
+// http action's request, or carries out a native one (PagerDuty's
+// acknowledge and resolve), and answers what the target answered. Errors:
+// ENOTFOUND (no such notification for the user, or no such action on it),
+// ECONFLICT (a view action, which the client opens itself; a native action
+// whose organisation has no key stored), EVALIDATION (the server refuses
+// the target's address), EBADGATEWAY (the target could not be reached),
+// ERATELIMITED, and EFORBIDDEN for an API token without the send scope.
+func (c *Client) RunAction(ctx context.Context, id, actionID string) (perch.ActionResult, error) {
+	var out perch.ActionResult
+	path := "/api/v1/notifications/" + url.PathEscape(id) + "/actions/" + url.PathEscape(actionID)
+	err := c.do(ctx, request{method: http.MethodPost, path: path, out: &out})
+	return out, err
+}

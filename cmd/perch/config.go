@@ -16,6 +16,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/billing"
 	"github.com/perch-dev/perch/internal/mail"
+	"github.com/perch-dev/perch/internal/pagerduty"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/server"
 	"github.com/perch-dev/perch/internal/store"
@@ -36,6 +37,8 @@ type config struct {
 	TrustedProxies     []netip.Prefix
 	UserLimit          perch.Limit
 	AuthLimit          perch.Limit
+	ActionLimit        perch.Limit // notification actions run per user
+	PagerDutyURL       string      // PagerDuty's REST API, for native actions
 	AnonymousBroadcast bool
 	WorkflowPrivate    bool           // workflow forwards may reach loopback, private and metadata addresses
 	SSOAnyDomain       bool           // identity providers may make accounts for any domain (a single-company server)
@@ -191,6 +194,17 @@ var settings = []setting{
 	{"rate-limit-auth", "10/15m", "requests per client IP on sign-in endpoints, N/period", func(c *config, v string) (err error) {
 		c.AuthLimit, err = perch.ParseLimit(v)
 		return err
+	}},
+	{"rate-limit-actions", "30/1m", "notification actions a user may run (POST /api/v1/notifications/{id}/actions/…), N/period, on top of rate-limit-user", func(c *config, v string) (err error) {
+		c.ActionLimit, err = perch.ParseLimit(v)
+		return err
+	}},
+	{"pagerduty-api-url", pagerduty.DefaultBaseURL, "PagerDuty's REST API, which the Acknowledge and Resolve actions of PagerDuty incidents call (https://api.eu.pagerduty.com for its EU region; tests point it at a fake)", func(c *config, v string) error {
+		if _, err := pagerduty.New(v); err != nil {
+			return fmt.Errorf("want an http(s) URL such as %s", pagerduty.DefaultBaseURL)
+		}
+		c.PagerDutyURL = v
+		return nil
 	}},
 	{"region", "", "name of this deployment's region, e.g. eu (sent as X-Perch-Region)", func(c *config, v string) error {
 		if v != "" {

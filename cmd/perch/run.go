@@ -14,6 +14,7 @@ Usage:
   perch logout [--server URL]  sign out and forget the sign-in
   perch listen [flags]         print notifications as they arrive (--json, --exec CMD)
   perch send [flags]           send a notification with a webhook token (--title T)
+  perch act ID ACTION          run an action (a button) of notification ID as the signed-in user
   perch tray [--server URL]    run the menu-bar app
   perch serve [flags]          run the server (flags: perch serve -h)
   perch migrate [flags]        apply database migrations and exit
@@ -60,6 +61,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, c *cli) error {
 		return c.listen(ctx, rest)
 	case "send":
 		return c.send(ctx, rest)
+	case "act":
+		return c.act(ctx, rest)
 	case "tray":
 		return tray(ctx, rest, getenv, stdout, stderr)
 	case "serve":

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,6 +23,28 @@ import (
 // ErrRefused is wrapped by every refusal of the guard, so that callers can
 // tell a forbidden address (errors.Is) from a network failure.
 var ErrRefused = errors.New("netguard: address refused")
+
+// Refusal is the error of an address or host the guard refuses; it wraps
+// ErrRefused. Why says what the address is (or what is wrong with the
+// host) without naming it, for answers that must not repeat a URL that
+// was kept secret: "loopback (127.0.0.0/8)", "the host is not a valid
+// name".
+type Refusal struct {
+	said string // the whole reason, with the host or address
+	Why  string
+}
+
+// unnamed is why without the address an embedding form carries ("an
+// IPv4-mapped address for 127.0.0.1, which is loopback …" → "loopback …").
+func unnamed(why string) string {
+	if i := strings.LastIndex(why, ", which is "); i >= 0 {
+		return why[i+len(", which is "):]
+	}
+	return why
+}
+
+func (r *Refusal) Error() string { return ErrRefused.Error() + ": " + r.said }
+func (r *Refusal) Unwrap() error { return ErrRefused }
 
 // Resolver looks up a name's addresses; *net.Resolver is one. Tests stub it
 // so that names resolve to the addresses they need without DNS.
@@ -65,7 +88,7 @@ type Guard struct {
 // without it.
 func (g *Guard) Check(ip netip.Addr) error {
 	if why := g.refusal(ip); why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrRefused, ip, why)
+		return &Refusal{said: fmt.Sprintf("%s is %s", ip, why), Why: unnamed(why)}
 	}
 	return nil
 }
@@ -137,7 +160,7 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	ip, isAddr, err := hostAddr(host)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrRefused, host, err)
+		return nil, &Refusal{said: fmt.Sprintf("%q: %v", host, err), Why: err.Error()}
 	}
 	if isAddr {
 		if err := g.Check(ip); err != nil {
@@ -164,7 +187,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 			return nil, fmt.Errorf("%w: %s resolves to an address that cannot be read", ErrRefused, host)
 		}
 		if why := g.refusal(ip); why != "" {
-			return nil, fmt.Errorf("%w: %s resolves to %s, which is %s", ErrRefused, host, ip, why)
+			return nil, &Refusal{said: fmt.Sprintf("%s resolves to %s, which is %s", host, ip, why), Why: unnamed(why)}
 		}
 		ips = append(ips, ip)
 	}

@@ -184,6 +184,7 @@ func pagerDutyV3(webhookID string, e *pdV3Event) (Result, error) {
 		Message:    message(byLine(action.verb, e.Agent, inc.Service), detail),
 		URL:        webURL(perch.FirstNonEmpty(inc.HTMLURL, ref.HTMLURL)),
 		DeliveryID: deliveryID(perch.FirstNonEmpty(webhookID, e.ID)),
+		Actions:    pdActions(kind, inc.ID),
 	}}}, nil
 }
 
@@ -267,6 +268,7 @@ func pagerDutyV2(webhookID string, msgs []pdV2Message) (Result, error) {
 			Message:    message(what, capitalize(context)),
 			URL:        webURL(inc.HTMLURL),
 			DeliveryID: id,
+			Actions:    pdActions(kind, inc.ID),
 		})
 	}
 	if len(events) == 0 {

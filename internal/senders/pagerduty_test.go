@@ -25,31 +25,31 @@ func TestPagerDuty(t *testing.T) {
 		// V3
 		{name: "v3 triggered, high urgency", body: mustRead(t, "pagerduty/v3.incident.triggered.high.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: checkout + " triggered",
-				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XA", Priority: perch.PriorityUrgent}))},
+				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XA", Priority: perch.PriorityUrgent, Actions: open("Q1CHK42")}))},
 		{name: "v3 triggered, low urgency", body: mustRead(t, "pagerduty/v3.incident.triggered.low.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: "#43 Disk 80% full on db-2 triggered",
-				Message: "Triggered on Checkout API\nAssigned to Grace Hopper", URL: "https://acme.pagerduty.com/incidents/Q1DSK43", DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XB"}))},
+				Message: "Triggered on Checkout API\nAssigned to Grace Hopper", URL: "https://acme.pagerduty.com/incidents/Q1DSK43", DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XB", Actions: open("Q1DSK43")}))},
 		{name: "v3 X-Webhook-Id wins over the event id", body: mustRead(t, "pagerduty/v3.incident.triggered.high.json"), webhookID: "a1b2c3d4-webhook",
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: checkout + " triggered",
-				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "a1b2c3d4-webhook", Priority: perch.PriorityUrgent}))},
+				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "a1b2c3d4-webhook", Priority: perch.PriorityUrgent, Actions: open("Q1CHK42")}))},
 		{name: "v3 acknowledged", body: mustRead(t, "pagerduty/v3.incident.acknowledged.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: checkout + " acknowledged",
-				Message: "Acknowledged by Ada Lovelace on Checkout API", URL: checkoutURL, DeliveryID: "01HRZ8P7A1C4E6G8J0L2N4Q6SC"}))},
+				Message: "Acknowledged by Ada Lovelace on Checkout API", URL: checkoutURL, DeliveryID: "01HRZ8P7A1C4E6G8J0L2N4Q6SC", Actions: resolveOnly("Q1CHK42")}))},
 		{name: "v3 unacknowledged", body: mustRead(t, "pagerduty/v3.incident.unacknowledged.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: checkout + " unacknowledged",
-				Message: "Unacknowledged on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8P7A1C4E6G8J0L2N4Q6SD"}))},
+				Message: "Unacknowledged on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8P7A1C4E6G8J0L2N4Q6SD", Actions: open("Q1CHK42")}))},
 		{name: "v3 escalated", body: mustRead(t, "pagerduty/v3.incident.escalated.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: checkout + " escalated",
-				Message: "Escalated on Checkout API\nAssigned to Grace Hopper", URL: checkoutURL, DeliveryID: "01HRZ8R2B3D5F7H9K1M3P5R7TE"}))},
+				Message: "Escalated on Checkout API\nAssigned to Grace Hopper", URL: checkoutURL, DeliveryID: "01HRZ8R2B3D5F7H9K1M3P5R7TE", Actions: open("Q1CHK42")}))},
 		{name: "v3 reassigned", body: mustRead(t, "pagerduty/v3.incident.reassigned.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: checkout + " reassigned",
-				Message: "Reassigned by Ada Lovelace on Checkout API\nAssigned to Grace Hopper, Linus Torvalds", URL: checkoutURL, DeliveryID: "01HRZ8R2B3D5F7H9K1M3P5R7TF"}))},
+				Message: "Reassigned by Ada Lovelace on Checkout API\nAssigned to Grace Hopper, Linus Torvalds", URL: checkoutURL, DeliveryID: "01HRZ8R2B3D5F7H9K1M3P5R7TF", Actions: open("Q1CHK42")}))},
 		{name: "v3 resolved", body: mustRead(t, "pagerduty/v3.incident.resolved.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: checkout + " resolved",
 				Message: "Resolved by Grace Hopper on Checkout API", URL: checkoutURL, DeliveryID: "01HRZ8T9C2E4G6J8L0N2Q4S6UG"}))},
 		{name: "v3 reopened rates like a trigger", body: mustRead(t, "pagerduty/v3.incident.reopened.low.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: "#43 Disk 80% full on db-2 reopened",
-				Message: "Reopened by Grace Hopper on Checkout API\nAssigned to Grace Hopper", URL: "https://acme.pagerduty.com/incidents/Q1DSK43", DeliveryID: "01HRZ8T9C2E4G6J8L0N2Q4S6UH"}))},
+				Message: "Reopened by Grace Hopper on Checkout API\nAssigned to Grace Hopper", URL: "https://acme.pagerduty.com/incidents/Q1DSK43", DeliveryID: "01HRZ8T9C2E4G6J8L0N2Q4S6UH", Actions: open("Q1DSK43")}))},
 		{name: "v3 priority updated, incident without a number", body: mustRead(t, "pagerduty/v3.incident.priority_updated.no_number.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: "Order queue backlog growing priority updated",
 				Message: "Priority updated by Ada Lovelace on Checkout API\nPriority: P2", URL: "https://acme.pagerduty.com/incidents/Q1QUE44", DeliveryID: "5f0c2b9e-7d41-4c8a-9e3b-1a2d6f8c4e70"}))},
@@ -60,7 +60,7 @@ func TestPagerDuty(t *testing.T) {
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: "[#42] Checkout API p99 latency above 2s responder added",
 				Message: "Responder added by Ada Lovelace\nResponder: Grace Hopper", URL: checkoutURL, DeliveryID: "01HRZ8Y1E3G5J7L9N1Q3S5U7YK"}))},
 		{name: "v3 bare incident, no urgency", body: []byte(`{"event":{"id":"E1","event_type":"incident.triggered","data":{"id":"Q1","type":"incident","number":7,"title":"Minimal"}}}`),
-			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: "#7 Minimal triggered", Message: "Triggered", DeliveryID: "E1"}))},
+			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: "#7 Minimal triggered", Message: "Triggered", DeliveryID: "E1", Actions: open("Q1")}))},
 		{name: "v3 null data", body: []byte(`{"event":{"event_type":"incident.resolved","data":null}}`),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: "Incident resolved", Message: "Resolved"}))},
 		{name: "v3 incident event type Perch does not know yet", body: []byte(`{"event":{"id":"E2","event_type":"incident.workflow.completed","data":{"incident":{"id":"Q1","summary":"[#7] Minimal","html_url":"https://acme.pagerduty.com/incidents/Q1"}}}}`),
@@ -78,25 +78,25 @@ func TestPagerDuty(t *testing.T) {
 		// V2
 		{name: "v2 trigger, low urgency", body: mustRead(t, "pagerduty/v2.incident.trigger.low.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: payments + " triggered",
-				Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "7c1e2f30-e1a2-11f0-9c3b-0a58a9feac02"}))},
+				Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "7c1e2f30-e1a2-11f0-9c3b-0a58a9feac02", Actions: open("Q2PAY51")}))},
 		{name: "v2 single message keeps the header id as it is", body: mustRead(t, "pagerduty/v2.incident.trigger.low.json"), webhookID: "hdr-1",
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: payments + " triggered",
-				Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-1"}))},
+				Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-1", Actions: open("Q2PAY51")}))},
 		{name: "v2 batch: one event per understood message, ids from the messages", body: mustRead(t, "pagerduty/v2.batch.json"),
 			want: events(
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " triggered",
-					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "8d2f3041-e1a2-11f0-9c3b-0a58a9feac02", Priority: perch.PriorityUrgent}),
+					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "8d2f3041-e1a2-11f0-9c3b-0a58a9feac02", Priority: perch.PriorityUrgent, Actions: open("Q2PAY51")}),
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " escalated",
-					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "8d2f3043-e1a2-11f0-9c3b-0a58a9feac02"}),
+					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "8d2f3043-e1a2-11f0-9c3b-0a58a9feac02", Actions: open("Q2PAY51")}),
 				incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: payments + " resolved",
 					Message: "Resolved by Grace Hopper\nPayments Gateway", URL: paymentsURL, DeliveryID: "8d2f3044-e1a2-11f0-9c3b-0a58a9feac02"}),
 			)},
 		{name: "v2 batch with X-Webhook-Id: header id and message position", body: mustRead(t, "pagerduty/v2.batch.json"), webhookID: "hdr-2",
 			want: events(
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " triggered",
-					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-2:0", Priority: perch.PriorityUrgent}),
+					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-2:0", Priority: perch.PriorityUrgent, Actions: open("Q2PAY51")}),
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " escalated",
-					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "hdr-2:2"}),
+					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "hdr-2:2", Actions: open("Q2PAY51")}),
 				incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: payments + " resolved",
 					Message: "Resolved by Grace Hopper\nPayments Gateway", URL: paymentsURL, DeliveryID: "hdr-2:3"}),
 			)},
@@ -160,3 +160,15 @@ func TestPagerDutyBadRequest(t *testing.T) {
 		})
 	}
 }
+
+// open is the native actions of a notification about an incident that
+// waits for someone: Acknowledge and Resolve.
+func open(id string) []perch.NotificationAction {
+	return []perch.NotificationAction{
+		{ID: "acknowledge", Type: perch.ActionHTTP, Label: "Acknowledge", Native: perch.NativePagerDutyAcknowledge, Ref: id},
+		{ID: "resolve", Type: perch.ActionHTTP, Label: "Resolve", Native: perch.NativePagerDutyResolve, Ref: id},
+	}
+}
+
+// resolveOnly is those of an acknowledged incident.
+func resolveOnly(id string) []perch.NotificationAction { return open(id)[1:] }

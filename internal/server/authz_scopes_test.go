@@ -95,6 +95,11 @@ var routeScopes = map[string]perch.TokenScope{
 	"GET /api/v1/notifications":                                   perch.ScopeRead,
 	"POST /api/v1/notifications/read":                             perch.ScopeRead, // read state is part of reading
 	"GET /ws":                                                     perch.ScopeRead,
+	"POST /api/v1/notifications/{id}/actions/{action_id}":         perch.ScopeSend, // the one route of the send scope
+	"GET /api/v1/org/integrations/pagerduty":                      perch.ScopeRead,
+	"PUT /api/v1/org/integrations/pagerduty":                      perch.ScopeManage,
+	"DELETE /api/v1/org/integrations/pagerduty":                   perch.ScopeManage,
+	"GET /api/v1/org/integrations/actions":                        perch.ScopeManage, // a secret: manage even to read
 	"GET /api/v1/billing/plans":                                   publicRoute,
 	"POST /api/v1/billing/checkout":                               perch.ScopeManage,
 	"POST /api/v1/billing/portal":                                 perch.ScopeManage,
@@ -214,7 +219,7 @@ func TestEveryRouteHasAScope(t *testing.T) {
 	// Any id resolves a path to its pattern.
 	id := &account{ID: "x", OrgID: "x"}
 	w := &world{owner: id, target: id, member: id, team: "x", invitation: "x", invitationToken: "x", ownerToken: "x",
-		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x"}
+		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x", notification: "1"}
 	mux := routeMux(t)
 	walked := map[string]bool{}
 	for _, c := range authzCases {

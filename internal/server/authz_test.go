@@ -22,6 +22,7 @@ type world struct {
 	workflow                                     string            // the owner's organisation's, published
 	failedJob                                    string            // a forward of the owner's organisation, given up
 	deviceSession                                string            // a pending desktop sign-in, its verifier rfcVerifier
+	notification                                 string            // to the owner's organisation, with a view action a1
 	smtpPort                                     int               // the test SMTP server's, for e-mail settings that keep mail flowing
 	tokens                                       map[string]string // API tokens of the scope matrix, by role and kind (token)
 }
@@ -53,6 +54,9 @@ func newWorld(a *api, n int) *world {
 	w.failedJob = givenUpJob(a, w.owner.OrgID, w.workflow)
 	w.announcement = expect(a.t, a.call("POST", "/api/v1/admin/announcements", w.root.Access, map[string]string{"title": "Hi", "body": "All"}), 201).Data()["id"].(string)
 	w.deviceSession = expect(a.t, a.call("GET", "/api/v1/auth/device/authorize?port=53682&code_challenge="+perch.S256Challenge(rfcVerifier), "", nil), 200).Data()["session_id"].(string)
+	w.notification = a.storeNotification(perch.Notification{Tab: "Inbound", Title: "Deploy", Severity: perch.SeverityInfo, Source: perch.SourceInbound,
+		Scope:   perch.Scope{Type: perch.ScopeOrg, ID: w.owner.OrgID},
+		Actions: []perch.NotificationAction{{ID: "a1", Type: perch.ActionView, Label: "Open", URL: "https://example.com/deploys/1"}}}).ID
 	return w
 }
 
@@ -242,6 +246,14 @@ var authzCases = []authzCase{
 	// History and read state: each user's own.
 	{"GET", "/api/v1/notifications", nil, [6]int{401, 200, 200, 200, 200, 200}},
 	{"POST", "/api/v1/notifications/read", map[string]bool{"all": true}, [6]int{401, 200, 200, 200, 200, 200}},
+	// Running an action: whoever sees the notification (the owner's
+	// organisation); a view action has nothing to run.
+	{"POST", "/api/v1/notifications/{notification}/actions/a1", nil, [6]int{401, 404, 409, 409, 409, 404}},
+	// The organisation's integrations: owners and admins, each their own.
+	{"GET", "/api/v1/org/integrations/pagerduty", nil, [6]int{401, 200, 403, 200, 200, 200}},
+	{"PUT", "/api/v1/org/integrations/pagerduty", map[string]string{"api_key": "u+abc_123", "from_email": "ops@example.com"}, [6]int{401, 200, 403, 200, 200, 200}},
+	{"DELETE", "/api/v1/org/integrations/pagerduty", nil, [6]int{401, 404, 403, 404, 404, 404}},
+	{"GET", "/api/v1/org/integrations/actions", nil, [6]int{401, 200, 403, 200, 200, 200}},
 }
 
 // samlSettingsBody is SAML settings over a fixed identity provider's
@@ -252,7 +264,7 @@ func samlSettingsBody(*world) any {
 
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{webhookToken}", w.webhookToken, "{announcement}", w.announcement, "{target}", w.target.ID,
-		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob,
+		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob, "{notification}", w.notification,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 

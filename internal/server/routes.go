@@ -74,6 +74,14 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/org/invitations/{id}", s.allowed(perch.ManageInvitations, s.revokeInvitation))
 	m.Handle("POST /api/v1/org/invitations/accept", s.allowed(perch.JoinOrg, s.acceptInvitation))
 
+	// The organisation's integrations (org_integrations.go): the PagerDuty
+	// key native actions use, and the secret its http actions are signed
+	// with, for owners and admins.
+	m.Handle("GET /api/v1/org/integrations/pagerduty", s.allowed(perch.ViewIntegrations, s.getPagerDuty))
+	m.Handle("PUT /api/v1/org/integrations/pagerduty", s.allowed(perch.ManageIntegrations, s.putPagerDuty))
+	m.Handle("DELETE /api/v1/org/integrations/pagerduty", s.allowed(perch.ManageIntegrations, s.deletePagerDuty))
+	m.Handle("GET /api/v1/org/integrations/actions", s.allowed(perch.ManageIntegrations, s.getActionSigning))
+
 	// Workflows and the marketplace (workflow_*.go):
 	// members read, try and see the runs of their organisation's workflows;
 	// owners and admins change, install, fork and publish them, and list
@@ -109,6 +117,9 @@ func (s *Server) routes() {
 	m.Handle("POST /webhooks/datadog", s.receiver(perch.SenderMonitoring, senders.Datadog))
 	m.Handle("GET /api/v1/notifications", s.allowed(perch.ReadNotifications, s.listNotifications))
 	m.Handle("POST /api/v1/notifications/read", s.allowed(perch.ReadNotifications, s.markRead))
+	// Running a notification's action (notification_actions.go): the one
+	// route of the send scope, limited per user on top of the allowance.
+	m.Handle("POST /api/v1/notifications/{id}/actions/{action_id}", s.allowed(perch.RunNotificationActions, s.runAction))
 	m.Handle("GET /ws", s.handle(s.websocket))
 
 	// Plans, regions and announcements.

@@ -31,6 +31,7 @@ import (
 	"github.com/perch-dev/perch/internal/ingest"
 	"github.com/perch-dev/perch/internal/mail"
 	"github.com/perch-dev/perch/internal/netguard"
+	"github.com/perch-dev/perch/internal/pagerduty"
 	"github.com/perch-dev/perch/internal/secrets"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/worker"
@@ -76,6 +77,7 @@ type Options struct {
 	Webhooks WebhookOptions
 	Billing  BillingOptions
 	SSO      SSOOptions
+	Actions  ActionOptions
 
 	// Worker carries out the workflows' jobs, which the receivers wake it
 	// for; nil: nothing is woken (the caller's worker polls). Runs records
@@ -113,6 +115,21 @@ type LimitOptions struct {
 	// BodyTimeout is how long a request body may take to arrive once the
 	// headers are in, but on the receivers; 0 means the default, 30 s.
 	BodyTimeout time.Duration
+	// Actions is how many notification actions one user may run, on top
+	// of User; zero means DefaultActionLimit.
+	Actions perch.Limit
+}
+
+// ActionOptions configures the notifications' actions
+// (notification_actions.go). Their http requests go through the worker's
+// SSRF guard (PERCH_WORKFLOW_ALLOW_PRIVATE) and are signed under the
+// server's key.
+type ActionOptions struct {
+	// PagerDutyURL is PagerDuty's REST API, which native actions call
+	// (PERCH_PAGERDUTY_API_URL; tests point it at pagerdutyfake); "" is
+	// pagerduty.DefaultBaseURL. It is a configured API, not a URL a sender
+	// chose: it is not called through the SSRF guard.
+	PagerDutyURL string
 }
 
 // WebhookOptions configures the senders' receivers (/webhooks/…): their
@@ -206,6 +223,7 @@ type Server struct {
 
 	providers    map[string]signInProvider // the configured sign-in providers, by name
 	providerHTTP *http.Client              // calls to them
+	pagerduty    *pagerduty.Client         // native PagerDuty actions; nil when its URL is not one
 
 	// forwardResolver resolves the hosts of the server's calls out through
 	// netguard (identity providers' metadata; workflow forwards are the
@@ -227,6 +245,9 @@ func New(o Options) *Server {
 	o.Limits.BodyTimeout = cmp.Or(o.Limits.BodyTimeout, defaultBodyTimeout)
 	if o.Billing.PaymentLimit.Count <= 0 || o.Billing.PaymentLimit.Period <= 0 {
 		o.Billing.PaymentLimit = DefaultPaymentLimit
+	}
+	if o.Limits.Actions.Count <= 0 || o.Limits.Actions.Period <= 0 {
+		o.Limits.Actions = DefaultActionLimit
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -269,6 +290,11 @@ func New(o Options) *Server {
 	}
 	s.providerHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: providerTimeout}
 	s.providers = newProviders(o, s.providerHTTP)
+	if pd, err := pagerduty.New(o.Actions.PagerDutyURL); err == nil {
+		s.pagerduty = pd
+	} else if o.Logger != nil {
+		o.Logger.Error("PagerDuty's native actions are off", "err", err)
+	}
 	s.origins = http.NewCrossOriginProtection()
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Host != "" {
 		s.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host)
@@ -325,6 +351,9 @@ var apiPaths = []string{"/api/", "/webhooks/", "/scim/", "/ws", "/healthz", "/re
 // waits for those connections and for mail being sent, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
 	s.providerHTTP.CloseIdleConnections()
+	if s.pagerduty != nil {
+		s.pagerduty.CloseIdleConnections()
+	}
 	if s.hub != nil {
 		s.hub.DropAll(hub.ReasonShutdown)
 	}

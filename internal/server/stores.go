@@ -30,6 +30,8 @@ type stores struct {
 	scimGroupDB    scimGroupStore    // scim_groups.go
 	adminDB        adminStore        // admin_*.go
 	healthDB       healthStore       // health.go
+	actionDB       actionStore       // notification_actions.go
+	integrationDB  integrationStore  // org_integrations.go
 
 	// storeNow is the store's clock (store.Store.Now, a field tests
 	// replace), read at each call.
@@ -54,6 +56,8 @@ func newStores(st *store.Store) stores {
 		scimGroupDB:    st,
 		adminDB:        st,
 		healthDB:       st,
+		actionDB:       st,
+		integrationDB:  st,
 		storeNow:       func() time.Time { return st.Now() },
 	}
 }

@@ -51,6 +51,9 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 			writeJSON(w, http.StatusOK, receipt{Received: true, Ignored: res.Ignored})
 			return nil
 		}
+		if err := s.keepNativeActions(r.Context(), tok.orgID, res.Events); err != nil {
+			return err
+		}
 		if err := s.allowNotifications(w, r, scope, len(res.Events)); err != nil {
 			return err
 		}

@@ -162,8 +162,7 @@ func (wk *Worker) runJobs(ctx context.Context) error {
 	}
 	// One client per tick: its connections are reused between the tick's
 	// forwards and closed when it ends.
-	guard := &netguard.Guard{AllowPrivate: wk.opts.AllowPrivate, Resolver: wk.opts.Resolver}
-	client := guard.Client(perch.WorkflowForwardTimeout)
+	client := wk.Guard().Client(perch.WorkflowForwardTimeout)
 	defer client.CloseIdleConnections()
 	errs := make([]error, len(jobs))
 	slots := make(chan struct{}, jobConcurrency)

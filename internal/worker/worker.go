@@ -196,6 +196,18 @@ func OpenSecret(box *secrets.Box, stored string) (string, error) {
 	return string(plain), err
 }
 
+// Guard is the SSRF guard of the worker's forwards, which every outbound
+// call to a URL an organisation's members or senders chose goes through
+// (the notifications' http actions too): it refuses private addresses
+// unless PERCH_WORKFLOW_ALLOW_PRIVATE allows them, and resolves with the
+// worker's Resolver. A nil Worker's guard refuses them.
+func (wk *Worker) Guard() *netguard.Guard {
+	if wk == nil {
+		return &netguard.Guard{}
+	}
+	return &netguard.Guard{AllowPrivate: wk.opts.AllowPrivate, Resolver: wk.opts.Resolver}
+}
+
 // AllowsPrivate reports whether this worker's forwards may reach loopback,
 // private, link-local and metadata addresses (PERCH_WORKFLOW_ALLOW_PRIVATE):
 // a refused delivery may be retried only then. A nil Worker does not.
