@@ -63,7 +63,8 @@ type ScheduledJob struct {
 
 // scheduledBody is the JSON a scheduled row keeps: the notification with
 // what perch.Notification's own JSON leaves out (the actions' server-only
-// parts), and the jobs.
+// parts, as the notifications table keeps them: storedAction), and the
+// jobs.
 type scheduledBody struct {
 	Tab      string            `json:"tab"`
 	Title    string            `json:"title"`
@@ -76,18 +77,8 @@ type scheduledBody struct {
 	Tags     []string          `json:"tags,omitempty"`
 	Icon     string            `json:"icon,omitempty"`
 	Markdown bool              `json:"markdown,omitempty"`
-	Actions  []scheduledAction `json:"actions,omitempty"`
+	Actions  []storedAction `json:"actions,omitempty"`
 	Jobs     []ScheduledJob    `json:"jobs,omitempty"`
-}
-
-type scheduledAction struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Label  string `json:"label"`
-	URL    string `json:"url,omitempty"`
-	Sealed string `json:"sealed,omitempty"`
-	Native string `json:"native,omitempty"`
-	Ref    string `json:"ref,omitempty"`
 }
 
 func encodeScheduled(n perch.Notification, jobs []NotificationJob) (string, error) {
@@ -99,7 +90,7 @@ func encodeScheduled(n perch.Notification, jobs []NotificationJob) (string, erro
 			// kept; a plain one is never written to the database.
 			return "", errors.New("store: an http action's request must be sealed before it is scheduled")
 		}
-		b.Actions = append(b.Actions, scheduledAction{ID: a.ID, Type: a.Type, Label: a.Label, URL: a.URL, Sealed: a.Sealed, Native: a.Native, Ref: a.Ref})
+		b.Actions = append(b.Actions, storedAction{ID: a.ID, Type: a.Type, Label: a.Label, URL: a.URL, Sealed: a.Sealed, Native: a.Native, Ref: a.Ref})
 	}
 	for _, j := range jobs {
 		payload, err := j.Payload(perch.Notification{})
@@ -160,10 +151,10 @@ func withNotification(template json.RawMessage, n perch.Notification) (json.RawM
 	return json.Marshal(m)
 }
 
-// scheduledUsable is true for a scheduled row (s) whose webhook token may
+// scheduledUsable is true for a scheduled row whose webhook token may
 // still send: the rule of WebhookTokenByHash.
 const scheduledUsable = `EXISTS (SELECT 1 FROM webhook_tokens w JOIN users u ON u.id = w.user_id
-	WHERE w.id = s.token_id AND ` + webhookTokenUsable + `)`
+	WHERE w.id = scheduled_notifications.token_id AND ` + webhookTokenUsable + `)`
 
 // ScheduleNotifications keeps batch to deliver later, in one transaction,
 // and answers one receipt per entry. An entry whose dedupe key was
@@ -249,7 +240,7 @@ func (s *Store) DueScheduled(ctx context.Context, now time.Time, lease time.Dura
 		skipLocked = ` FOR UPDATE SKIP LOCKED`
 	}
 	at := ms(now)
-	rows, err := s.w.QueryContext(ctx, s.q(`UPDATE scheduled_notifications AS s SET lease_until = ? WHERE id IN (
+	rows, err := s.w.QueryContext(ctx, s.q(`UPDATE scheduled_notifications SET lease_until = ? WHERE id IN (
 		SELECT id FROM scheduled_notifications WHERE done_at IS NULL AND deliver_at <= ? AND lease_until <= ?
 		ORDER BY deliver_at, id LIMIT ?`+skipLocked+`)
 		RETURNING id, token_id, user_id, org_id, deliver_at, created_at, body, `+scheduledUsable), ms(now.Add(lease)), at, at, limit)
@@ -290,7 +281,7 @@ func (s *Store) DoneScheduled(ctx context.Context, id, notificationID string) er
 	return err
 }
 
-const scheduledColumns = `s.id, s.token_id, s.deliver_at, s.created_at, s.body`
+const scheduledColumns = `id, token_id, deliver_at, created_at, body`
 
 func scanScheduledNotification(row interface{ Scan(...any) error }) (*perch.ScheduledNotification, error) {
 	var out perch.ScheduledNotification
@@ -319,8 +310,8 @@ const MaxScheduledList = 500
 // webhook tokens userID owns, soonest first (at most MaxScheduledList).
 // One that is due but not yet delivered is still listed.
 func (s *Store) ScheduledNotifications(ctx context.Context, userID string) ([]*perch.ScheduledNotification, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+scheduledColumns+` FROM scheduled_notifications s
-		WHERE s.user_id = ? AND s.done_at IS NULL ORDER BY s.deliver_at, s.id LIMIT ?`), userID, MaxScheduledList)
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+scheduledColumns+` FROM scheduled_notifications
+		WHERE user_id = ? AND done_at IS NULL ORDER BY deliver_at, id LIMIT ?`), userID, MaxScheduledList)
 	if err != nil {
 		return nil, err
 	}
@@ -343,8 +334,8 @@ func (s *Store) ScheduledNotifications(ctx context.Context, userID string) ([]*p
 // it (claimed, its lease not ended at now).
 func (s *Store) CancelScheduled(ctx context.Context, userID, id string) (*perch.ScheduledNotification, error) {
 	now := s.now()
-	sc, err := scanScheduledNotification(s.w.QueryRowContext(ctx, s.q(`UPDATE scheduled_notifications AS s SET done_at = ?, cancelled = ?
-		WHERE s.id = ? AND s.user_id = ? AND s.done_at IS NULL AND s.lease_until <= ?
+	sc, err := scanScheduledNotification(s.w.QueryRowContext(ctx, s.q(`UPDATE scheduled_notifications SET done_at = ?, cancelled = ?
+		WHERE id = ? AND user_id = ? AND done_at IS NULL AND lease_until <= ?
 		RETURNING `+scheduledColumns), ms(now), true, id, userID, ms(now)))
 	if !errors.Is(err, sql.ErrNoRows) {
 		return sc, err
