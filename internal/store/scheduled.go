@@ -66,19 +66,19 @@ type ScheduledJob struct {
 // parts, as the notifications table keeps them: storedAction), and the
 // jobs.
 type scheduledBody struct {
-	Tab      string            `json:"tab"`
-	Title    string            `json:"title"`
-	Message  string            `json:"message"`
-	Severity string            `json:"severity"`
-	Source   string            `json:"source"`
-	URL      string            `json:"url,omitempty"`
-	Scope    perch.Scope       `json:"scope"`
-	Priority int               `json:"priority,omitempty"`
-	Tags     []string          `json:"tags,omitempty"`
-	Icon     string            `json:"icon,omitempty"`
-	Markdown bool              `json:"markdown,omitempty"`
+	Tab      string         `json:"tab"`
+	Title    string         `json:"title"`
+	Message  string         `json:"message"`
+	Severity string         `json:"severity"`
+	Source   string         `json:"source"`
+	URL      string         `json:"url,omitempty"`
+	Scope    perch.Scope    `json:"scope"`
+	Priority int            `json:"priority,omitempty"`
+	Tags     []string       `json:"tags,omitempty"`
+	Icon     string         `json:"icon,omitempty"`
+	Markdown bool           `json:"markdown,omitempty"`
 	Actions  []storedAction `json:"actions,omitempty"`
-	Jobs     []ScheduledJob    `json:"jobs,omitempty"`
+	Jobs     []ScheduledJob `json:"jobs,omitempty"`
 }
 
 func encodeScheduled(n perch.Notification, jobs []NotificationJob) (string, error) {
