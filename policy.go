@@ -31,6 +31,7 @@ const (
 	ViewInvitations                 // owners and admins: the pending invitations (read)
 	ViewSSO                         // owners: the single sign-on settings (read)
 	ViewDeliveries                  // owners and admins: the workflows' failed deliveries (read)
+	CancelScheduled                 // every user: cancel what their webhook tokens scheduled (send)
 	actionCount                     // the number of actions; keep it last
 )
 
@@ -62,6 +63,7 @@ var actionScopes = [actionCount]TokenScope{
 	ViewInvitations:   ScopeRead,
 	ViewSSO:           ScopeRead,
 	ViewDeliveries:    ScopeRead,
+	CancelScheduled:   ScopeSend,
 }
 
 // Scope is the API token scope a needs ("" for an action without one,
@@ -110,7 +112,7 @@ var errOrgAdminsOnly = Errorf(EFORBIDDEN, "Only owners and admins of the organis
 // Authorize returns nil when u may take action a, or an EFORBIDDEN error.
 func Authorize(u *User, a Action) error {
 	switch a {
-	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg:
+	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg, CancelScheduled:
 		return nil
 	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewInvitations, ViewOrgAudit, ManageBilling, ManageWorkflows, ViewDeliveries:
 		if u.IsOrgAdmin() {

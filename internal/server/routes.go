@@ -107,6 +107,8 @@ func (s *Server) routes() {
 	m.Handle("POST /webhooks/datadog", s.receiver(perch.SenderMonitoring, senders.Datadog))
 	m.Handle("GET /api/v1/notifications", s.allowed(perch.ReadNotifications, s.listNotifications))
 	m.Handle("POST /api/v1/notifications/read", s.allowed(perch.ReadNotifications, s.markRead))
+	m.Handle("GET /api/v1/notifications/scheduled", s.allowed(perch.ReadNotifications, s.listScheduled))
+	m.Handle("DELETE /api/v1/notifications/scheduled/{id}", s.allowed(perch.CancelScheduled, s.cancelScheduled))
 	m.Handle("GET /ws", s.handle(s.websocket))
 
 	// Plans, regions and announcements.

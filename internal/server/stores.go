@@ -20,6 +20,8 @@ type stores struct {
 	accountDB      accountStore      // account_*.go
 	orgDB          orgStore          // org*.go
 	webhookDB      webhookStore      // webhook_*.go
+	scheduleDB     scheduleStore     // webhook_schedule.go
+	scheduledDB    scheduledStore    // notification_scheduled.go
 	notificationDB notificationStore // notification_*.go, ws.go (replay)
 	workflowDB     workflowStore     // workflow_*.go
 	deliveryDB     deliveryStore     // workflow_deliveries.go
@@ -43,6 +45,8 @@ func newStores(st *store.Store) stores {
 		accountDB:      st,
 		orgDB:          st,
 		webhookDB:      st,
+		scheduleDB:     st,
+		scheduledDB:    st,
 		notificationDB: st,
 		workflowDB:     st,
 		deliveryDB:     st,
