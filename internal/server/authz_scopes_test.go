@@ -213,7 +213,7 @@ func TestEveryRouteHasAScope(t *testing.T) {
 	// Any id resolves a path to its pattern.
 	id := &account{ID: "x", OrgID: "x"}
 	w := &world{owner: id, target: id, member: id, team: "x", invitation: "x", invitationToken: "x", ownerToken: "x",
-		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x"}
+		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x", scheduled: "x"}
 	mux := routeMux(t)
 	walked := map[string]bool{}
 	for _, c := range authzCases {
