@@ -9,6 +9,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
+	"github.com/perch-dev/perch/internal/worker"
 )
 
 // signedIn registers name with an inbound webhook token of scope, and
@@ -266,6 +267,53 @@ func TestScheduleRefusesBadTimes(t *testing.T) {
 		}
 		if list := a.scheduledList(ada); len(list) != 0 {
 			t.Fatalf("something was scheduled: %+v", list)
+		}
+	})
+}
+
+// Workflows run on a scheduled notification when it is received: their
+// runs are recorded then (without a notification id, which it has only
+// later); what they changed is what is delivered, and their forwards go
+// when it is delivered, carrying its id.
+func TestScheduledNotificationRunsWorkflowsAtReceipt(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		a.setWorker(func(o *worker.Options) { o.AllowPrivate = true })
+		ada, raw := a.signedIn("Ada", "user")
+		rc := startReceiver(t)
+		wf := a.addWorkflow(ada, "Shout", "", perch.Step{Set: map[string]string{"title": `"Reminder: " + event.title`}},
+			perch.Step{Forward: &perch.ForwardStep{URL: rc.url}})
+		a.schedule(raw, map[string]string{"title": "standup", "delay": "15m"})
+		runs := a.runsOf(ada.OrgID, wf)
+		if len(runs) != 1 || runs[0].NotificationID != "" || runs[0].Status != perch.RunDelivered {
+			t.Fatalf("runs at receipt: %+v", runs)
+		}
+		if list := a.scheduledList(ada); len(list) != 1 || list[0].Title != "Reminder: standup" {
+			t.Fatalf("listed %+v", list)
+		}
+		a.tick()
+		if got := rc.requests(); len(got) != 0 {
+			t.Fatalf("forwarded before its time: %d", len(got))
+		}
+		a.clock.Advance(15 * time.Minute)
+		a.tick()
+		h := a.whHistory(ada, "")
+		if len(h) != 1 || h[0].Title != "Reminder: standup" {
+			t.Fatalf("history %v", noteTitles(h))
+		}
+		got := rc.requests()
+		if len(got) != 1 {
+			t.Fatalf("forwarded %d times, want once", len(got))
+		}
+		var body struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal(got[0].body, &body); err != nil || body.ID != h[0].ID || body.Title != "Reminder: standup" {
+			t.Fatalf("forwarded %s (%v), want notification %s", got[0].body, err, h[0].ID)
+		}
+		if runs := a.runsOf(ada.OrgID, wf); len(runs) != 1 {
+			t.Fatalf("runs after delivery: %d, want the one of its receipt", len(runs))
 		}
 	})
 }
