@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
@@ -49,6 +50,11 @@ type InboundEvent struct {
 	Message  string `json:"message,omitempty"`
 	Severity string `json:"severity,omitempty"` // perch.SeverityInfo, SeverityWarning or SeverityError
 	URL      string `json:"url,omitempty"`      // an http(s) link to what the event is about
+
+	// DeliverAt or Delay (a Go duration, "30m") schedule the notification
+	// for later, at most 7 days ahead; the receipt's Scheduled names it.
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
+	Delay     string     `json:"delay,omitempty"`
 }
 
 // Send delivers e through the generic receiver (POST /webhooks/inbound) with
@@ -66,6 +72,16 @@ type Receipt struct {
 	IDs       []string `json:"ids"`                 // the stored notifications
 	Duplicate bool     `json:"duplicate,omitempty"` // a redelivery: IDs are the first delivery's
 	Ignored   string   `json:"ignored,omitempty"`   // why nothing was stored, when nothing was
+	// Scheduled are the notifications kept for later (DeliverAt, Delay):
+	// they get notification ids when they are delivered.
+	Scheduled []ScheduledReceipt `json:"scheduled,omitempty"`
+}
+
+// ScheduledReceipt names a notification the server keeps for later: its id
+// (for CancelScheduled) and when it is due.
+type ScheduledReceipt struct {
+	ID        string    `json:"id"`
+	DeliverAt time.Time `json:"deliver_at"`
 }
 
 // Deliver is Send that also returns the receiver's receipt, with the ids of

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -24,7 +25,7 @@ const eventShape = `{"title", "message", "tab", "severity", "url"}`
 // webhook token, which decides who gets it. It needs a server address but
 // no sign-in: scripts and CI jobs send with a token alone.
 func (c *cli) send(ctx context.Context, args []string) error {
-	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
+	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U] [--delay D | --at TIME]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
 	serverFlag := fs.String("server", "", "server to send to (default: PERCH_SERVER, then the default sign-in's server)")
 	token := fs.String("token", "", "webhook token (whk_…) for the inbound receiver (default: PERCH_WEBHOOK_TOKEN)")
 	title := fs.String("title", "", "title (required, unless a JSON body comes on stdin)")
@@ -32,7 +33,14 @@ func (c *cli) send(ctx context.Context, args []string) error {
 	tab := fs.String("tab", "", `tab (the server's default: "Inbound")`)
 	severity := fs.String("severity", "", "info, warning or error (the server's default: info)")
 	link := fs.String("url", "", "an http(s) link to what the notification is about; the menu bar and dashboard open it")
+	// Scheduled delivery.
+	delay := fs.String("delay", "", "deliver later, after this long (30m, 2h45m; at most 7 days): the server keeps it until then")
+	at := fs.String("at", "", "deliver later, at this time (RFC 3339, 2026-12-03T09:00:00Z; at most 7 days ahead)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	schedule, err := scheduleFlags(*delay, *at)
+	if err != nil {
 		return err
 	}
 	if *token == "" {
@@ -72,6 +80,7 @@ func (c *cli) send(ctx context.Context, args []string) error {
 			e.URL = *link
 		}
 	})
+	schedule(&e)
 	if strings.TrimSpace(e.Title) == "" {
 		return errors.New("a title is required: pass --title, or pipe a JSON body " + eventShape + " into stdin")
 	}
@@ -86,7 +95,31 @@ func (c *cli) send(ctx context.Context, args []string) error {
 	for _, id := range receipt.IDs {
 		fmt.Fprintln(c.stdout, id)
 	}
+	for _, sc := range receipt.Scheduled {
+		fmt.Fprintf(c.stdout, "%s scheduled for %s\n", sc.ID, sc.DeliverAt.UTC().Format(time.RFC3339))
+	}
 	return nil
+}
+
+// scheduleFlags reads send's --delay and --at into what sets them on an
+// event (when given, they win over a body's deliver_at and delay).
+func scheduleFlags(delay, at string) (func(*client.InboundEvent), error) {
+	switch {
+	case delay != "" && at != "":
+		return nil, errors.New("--delay and --at do not go together: give one")
+	case delay != "":
+		if d, err := time.ParseDuration(delay); err != nil || d <= 0 {
+			return nil, fmt.Errorf("--delay %q: want a positive duration such as 30m or 2h45m", delay)
+		}
+		return func(e *client.InboundEvent) { e.Delay, e.DeliverAt = delay, nil }, nil
+	case at != "":
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return nil, fmt.Errorf("--at %q: want a time in RFC 3339, such as 2026-12-03T09:00:00Z", at)
+		}
+		return func(e *client.InboundEvent) { e.DeliverAt, e.Delay = &t, "" }, nil
+	}
+	return func(*client.InboundEvent) {}, nil
 }
 
 // readEvent reads the JSON body {title, message, tab, severity} from r.
