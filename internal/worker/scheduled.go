@@ -25,7 +25,15 @@ const (
 // send is dropped. A failed write leaves them claimed: they are claimed
 // again, and written, once the lease ends.
 func (wk *Worker) deliverScheduled(ctx context.Context) error {
-	due, err := wk.store.DueScheduled(ctx, wk.now(), ScheduledLease, scheduledBatch)
+	now := wk.now()
+	// A read first: most ticks find nothing due, and the claim is a write,
+	// which on SQLite waits for the one writer that ingest uses.
+	if next, ok, err := wk.store.NextScheduled(ctx, now); err != nil {
+		return fmt.Errorf("looking for due scheduled notifications: %w", err)
+	} else if !ok || next.After(now) {
+		return nil
+	}
+	due, err := wk.store.DueScheduled(ctx, now, ScheduledLease, scheduledBatch)
 	if err != nil {
 		return fmt.Errorf("claiming due scheduled notifications: %w", err)
 	}
