@@ -34,10 +34,13 @@ type scheduledReceipt struct {
 // anonymous broadcast cannot be scheduled.
 func (s *Server) deliveryTimes(res senders.Result, tok sender) ([]time.Time, error) {
 	var dues []time.Time
-	now := s.now()
+	var now time.Time
 	for i, e := range res.Events {
 		if e.DeliverAt.IsZero() && e.Delay == 0 {
 			continue
+		}
+		if now.IsZero() {
+			now = s.now()
 		}
 		due, later, problems := perch.DeliveryTime(e.DeliverAt, e.Delay, now)
 		if problems == nil && later && tok.userID == "" {

@@ -317,3 +317,25 @@ func TestScheduledNotificationRunsWorkflowsAtReceipt(t *testing.T) {
 		}
 	})
 }
+
+// A scheduled notification goes out only if its token may still send when
+// it is due: an admin's organisation token stops when they are made a
+// member, and what it scheduled is dropped.
+func TestScheduledNotificationOfATokenThatMayNoLongerSendIsDropped(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, s *store.Store) {
+		a := newAPI(t, s)
+		ada, _ := a.signedIn("Ada", "user")
+		carol := a.invite(ada, "Carol", "admin")
+		raw := a.webhookToken(carol, "org", "")
+		a.schedule(raw, map[string]string{"title": "From Carol", "delay": "1h"})
+		expect(t, a.call("PATCH", "/api/v1/org/members/"+carol.ID, ada.Access, map[string]string{"role": "member"}), 200)
+		a.clock.Advance(time.Hour)
+		a.tick()
+		if h := a.whHistory(ada, ""); len(h) != 0 {
+			t.Fatalf("delivered through a token that may no longer send: %v", noteTitles(h))
+		}
+		if next, ok, _ := s.NextScheduled(t.Context(), a.clock.Now()); ok {
+			t.Fatalf("still pending, due %v", next)
+		}
+	})
+}
