@@ -92,9 +92,9 @@ var routeScopes = map[string]perch.TokenScope{
 	"POST /webhooks/datadog":                                      publicRoute,
 	"GET /api/v1/notifications":                                   perch.ScopeRead,
 	"POST /api/v1/notifications/read":                             perch.ScopeRead, // read state is part of reading
-	"GET /api/v1/notifications/scheduled":                         perch.ScopeRead,
-	"DELETE /api/v1/notifications/scheduled/{id}":                 perch.ScopeSend, // taking back what one sent is sending
 	"GET /ws":                                                     perch.ScopeRead,
+	"GET /api/v1/notifications/scheduled":                         perch.ScopeRead,
+	"DELETE /api/v1/notifications/scheduled/{id}":                 perch.ScopeSend,
 	"GET /api/v1/billing/plans":                                   publicRoute,
 	"POST /api/v1/billing/checkout":                               perch.ScopeManage,
 	"POST /api/v1/billing/portal":                                 perch.ScopeManage,
