@@ -102,6 +102,26 @@ func (w *scheduledWorld) publishedCount() int {
 	return len(w.published)
 }
 
+// settled is how many notifications the fan-out published, once all it
+// was given so far reached the subscriber: the fan-out delivers in the
+// background, in order, so a sentinel published now comes after them.
+func (w *scheduledWorld) settled() int {
+	w.t.Helper()
+	sentinel := &perch.Notification{Title: "sentinel"}
+	if err := w.fan.Publish(w.t.Context(), perch.FanoutMessage{Kind: perch.FanoutNotification, Notification: sentinel}); err != nil {
+		w.t.Fatal(err)
+	}
+	testenv.Eventually(w.t, 10*time.Second, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.published) > 0 && w.published[len(w.published)-1] == sentinel
+	}, "the fan-out did not deliver the sentinel")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.published = w.published[:len(w.published)-1]
+	return len(w.published)
+}
+
 func tick(t *testing.T, wk *Worker) {
 	t.Helper()
 	if err := wk.Tick(t.Context()); err != nil {
@@ -117,15 +137,15 @@ func TestScheduledDeliveredOnceAtItsTime(t *testing.T) {
 		tick(t, wk)
 		w.clock.Advance(30*time.Minute - time.Millisecond)
 		tick(t, wk)
-		if h := w.history(); len(h) != 0 || w.publishedCount() != 0 {
-			t.Fatalf("before its time: history %d, published %d", len(h), w.publishedCount())
+		if h, n := w.history(), w.settled(); len(h) != 0 || n != 0 {
+			t.Fatalf("before its time: history %d, published %d", len(h), n)
 		}
 		w.clock.Advance(time.Millisecond)
 		tick(t, wk)
 		tick(t, wk)
-		h := w.history()
-		if len(h) != 1 || w.publishedCount() != 1 {
-			t.Fatalf("after its time: history %d, published %d", len(h), w.publishedCount())
+		h, n := w.history(), w.settled()
+		if len(h) != 1 || n != 1 {
+			t.Fatalf("after its time: history %d, published %d", len(h), n)
 		}
 		if h[0].Title != "standup" || h[0].DeliverAt == nil || !h[0].DeliverAt.Equal(r.DeliverAt) || !h[0].CreatedAt.Equal(w.clock.Now()) {
 			t.Fatalf("delivered %+v (deliver_at %v), want due %v", h[0], h[0].DeliverAt, r.DeliverAt)
@@ -160,9 +180,9 @@ func TestScheduledDeliveredAfterARestart(t *testing.T) {
 		tick(t, fresh) // within the lease: nothing
 		w.clock.Advance(ScheduledLease)
 		tick(t, fresh)
-		h := w.history()
-		if len(h) != 2 || h[0].Title != "first" || h[1].Title != "second" || w.publishedCount() != 2 {
-			t.Fatalf("history %d, published %d", len(h), w.publishedCount())
+		h, n := w.history(), w.settled()
+		if len(h) != 2 || h[0].Title != "first" || h[1].Title != "second" || n != 2 {
+			t.Fatalf("history %d, published %d", len(h), n)
 		}
 		if next, ok, _ := s.NextScheduled(t.Context(), w.clock.Now()); ok {
 			t.Fatalf("still pending, due %v", next)
@@ -188,8 +208,8 @@ func TestScheduledTwoWorkersDeliverOnce(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if h := w.history(); len(h) != 20 || w.publishedCount() != 20 {
-			t.Fatalf("history %d, published %d; want 20 each", len(h), w.publishedCount())
+		if h, n := w.history(), w.settled(); len(h) != 20 || n != 20 {
+			t.Fatalf("history %d, published %d; want 20 each", len(h), n)
 		}
 	})
 }
@@ -203,8 +223,8 @@ func TestScheduledCancelledNeverArrives(t *testing.T) {
 		}
 		w.clock.Advance(time.Hour)
 		tick(t, w.worker())
-		if h := w.history(); len(h) != 0 || w.publishedCount() != 0 {
-			t.Fatalf("a cancelled one arrived: history %d", len(h))
+		if h, n := w.history(), w.settled(); len(h) != 0 || n != 0 {
+			t.Fatalf("a cancelled one arrived: history %d, published %d", len(h), n)
 		}
 	})
 }
