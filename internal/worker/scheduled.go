@@ -16,6 +16,9 @@ const (
 	// the dedupe key makes the second write a no-op.
 	ScheduledLease = 30 * time.Second
 	scheduledBatch = 256 // claimed, and written in one ingest call, per tick (ingest.MaxBatch)
+	// minScheduledWait is the least Run waits for a scheduled notification
+	// that is due already.
+	minScheduledWait = 20 * time.Millisecond
 )
 
 // deliverScheduled claims the scheduled notifications that are due and
@@ -66,14 +69,17 @@ func (wk *Worker) deliverScheduled(ctx context.Context) error {
 }
 
 // armScheduled sets due to fire when the next scheduled notification is
-// due, so that it goes out at its time rather than at the next poll; one
-// due already (claimed by another worker, or failing) waits for the poll.
+// due, so that it goes out at its time rather than at the next poll. One
+// due already (it came due while the tick ran, or before Run started) fires
+// it after minScheduledWait: soon, but never a busy loop; those a worker
+// holds are not counted (NextScheduled), and a store that fails leaves the
+// poll to try again.
 func (wk *Worker) armScheduled(ctx context.Context, due *time.Timer) {
 	now := wk.now()
 	next, ok, err := wk.store.NextScheduled(ctx, now)
-	if err != nil || !ok || !next.After(now) {
+	if err != nil || !ok {
 		due.Stop()
 		return
 	}
-	due.Reset(next.Sub(now))
+	due.Reset(max(next.Sub(now), minScheduledWait))
 }
