@@ -67,6 +67,7 @@ const (
 	AuditAPITokenDeleted     = "api_token.deleted"
 	AuditWebhookTokenCreated = "webhook_token.created"
 	AuditWebhookTokenDeleted = "webhook_token.deleted"
+	AuditScheduledCancelled  = "notification.scheduled_cancelled" // a scheduled notification cancelled by its webhook token's owner
 	AuditOrgUpdated          = "org.updated"
 	AuditMemberRoleChanged   = "org.member.role_changed"
 	AuditMemberRemoved       = "org.member.removed"

@@ -34,6 +34,7 @@ const (
 	RunNotificationActions               // every user: run an action of a notification they can see (send)
 	ViewIntegrations                     // owners and admins: whether the organisation's integrations (PagerDuty) are set up (read)
 	ManageIntegrations                   // owners and admins: store and remove the integrations' credentials, read the actions' signing secret (manage)
+	CancelScheduled                      // every user: cancel what their webhook tokens scheduled (send)
 	actionCount                          // the number of actions; keep it last
 )
 
@@ -69,6 +70,7 @@ var actionScopes = [actionCount]TokenScope{
 	RunNotificationActions: ScopeSend,
 	ViewIntegrations:       ScopeRead,
 	ManageIntegrations:     ScopeManage,
+	CancelScheduled:        ScopeSend,
 }
 
 // Scope is the API token scope a needs ("" for an action without one,
@@ -117,7 +119,7 @@ var errOrgAdminsOnly = Errorf(EFORBIDDEN, "Only owners and admins of the organis
 // Authorize returns nil when u may take action a, or an EFORBIDDEN error.
 func Authorize(u *User, a Action) error {
 	switch a {
-	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg, RunNotificationActions:
+	case ViewOrg, ViewWorkflows, ViewAccount, ManageAccount, ManageTokens, ReadNotifications, LeaveOrg, JoinOrg, RunNotificationActions, CancelScheduled:
 		return nil
 	case ManageOrg, ManageMembers, ManageTeams, ManageInvitations, ViewInvitations, ViewOrgAudit, ManageBilling, ManageWorkflows, ViewDeliveries,
 		ViewIntegrations, ManageIntegrations:

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
@@ -90,6 +91,16 @@ type Receipt struct {
 	IDs       []string `json:"ids"`                 // the stored notifications
 	Duplicate bool     `json:"duplicate,omitempty"` // a redelivery: IDs are the first delivery's
 	Ignored   string   `json:"ignored,omitempty"`   // why nothing was stored, when nothing was
+	// Scheduled are the notifications kept for later (DeliverAt, Delay):
+	// they get notification ids when they are delivered.
+	Scheduled []ScheduledReceipt `json:"scheduled,omitempty"`
+}
+
+// ScheduledReceipt names a notification the server keeps for later: its id
+// (for CancelScheduled) and when it is due.
+type ScheduledReceipt struct {
+	ID        string    `json:"id"`
+	DeliverAt time.Time `json:"deliver_at"`
 }
 
 // Deliver is Send that also returns the receiver's receipt, with the ids of

@@ -231,7 +231,7 @@ func TestMessage(t *testing.T) {
 
 func TestHelpAndBadFlags(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"login", "logout", "listen", "send"} {
+	for _, cmd := range []string{"login", "logout", "listen", "send", "scheduled"} {
 		var errOut bytes.Buffer
 		if err := run(t.Context(), []string{cmd, "-h"}, func(string) string { return "" }, nil, io.Discard, &errOut); err != nil || !strings.Contains(errOut.String(), "usage: perch "+cmd) {
 			t.Errorf("%s -h: %v\n%s", cmd, err, errOut.String())

@@ -13,8 +13,9 @@ Usage:
   perch login [--server URL]   sign in to a server, in the browser (or --token pat_…)
   perch logout [--server URL]  sign out and forget the sign-in
   perch listen [flags]         print notifications as they arrive (--json, --exec CMD)
-  perch send [flags]           send a notification with a webhook token (--title T)
+  perch send [flags]           send a notification with a webhook token (--title T; later: --delay 30m, --at TIME)
   perch act ID ACTION          run an action (a button) of notification ID as the signed-in user
+  perch scheduled [cancel ID]  list the notifications your webhook tokens scheduled, or cancel one
   perch tray [--server URL]    run the menu-bar app
   perch serve [flags]          run the server (flags: perch serve -h)
   perch migrate [flags]        apply database migrations and exit
@@ -63,6 +64,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, c *cli) error {
 		return c.send(ctx, rest)
 	case "act":
 		return c.act(ctx, rest)
+	case "scheduled":
+		return c.scheduled(ctx, rest)
 	case "tray":
 		return tray(ctx, rest, getenv, stdout, stderr)
 	case "serve":

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -25,7 +26,7 @@ const eventShape = `{"title", "message", "tab", "severity", "url", "priority", "
 // no sign-in: scripts and CI jobs send with a token alone.
 func (c *cli) send(ctx context.Context, args []string) error {
 	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U]\n"+
-		"           [--priority P] [--tag T]… [--icon URL] [--markdown] [--action 'view, Label, URL']…\n"+
+		"           [--priority P] [--tag T]… [--icon URL] [--markdown] [--action 'view, Label, URL']… [--delay D | --at TIME]\n"+
 		"       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
 	serverFlag := fs.String("server", "", "server to send to (default: PERCH_SERVER, then the default sign-in's server)")
 	token := fs.String("token", "", "webhook token (whk_…) for the inbound receiver (default: PERCH_WEBHOOK_TOKEN)")
@@ -40,7 +41,14 @@ func (c *cli) send(ctx context.Context, args []string) error {
 	icon := fs.String("icon", "", "an https link to an icon")
 	markdown := fs.Bool("markdown", false, "the message is Markdown")
 	fs.Var(&actions, "action", "a button: 'view, Label, URL' or 'http, Label, URL[, method=PUT][, header.Name=value][, body=…]'; repeat for more, at most 3")
+	// Scheduled delivery.
+	delay := fs.String("delay", "", "deliver later, after this long (30m, 2h45m; at most 7 days): the server keeps it until then")
+	at := fs.String("at", "", "deliver later, at this time (RFC 3339, 2026-12-03T09:00:00Z; at most 7 days ahead)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	schedule, err := scheduleFlags(*delay, *at)
+	if err != nil {
 		return err
 	}
 	if *token == "" {
@@ -98,6 +106,7 @@ func (c *cli) send(ctx context.Context, args []string) error {
 			e.Actions = append(e.Actions, a)
 		}
 	}
+	schedule(&e)
 	if strings.TrimSpace(e.Title) == "" {
 		return errors.New("a title is required: pass --title, or pipe a JSON body " + eventShape + " into stdin")
 	}
@@ -112,7 +121,30 @@ func (c *cli) send(ctx context.Context, args []string) error {
 	for _, id := range receipt.IDs {
 		fmt.Fprintln(c.stdout, id)
 	}
+	for _, sc := range receipt.Scheduled {
+		fmt.Fprintf(c.stdout, "%s scheduled for %s\n", sc.ID, sc.DeliverAt.UTC().Format(time.RFC3339))
+	}
 	return nil
+}
+
+// scheduleFlags reads send's --delay and --at into what sets them on an
+// event (when given, they win over a body's deliver_at and delay).
+func scheduleFlags(delay, at string) (func(*client.InboundEvent), error) {
+	switch {
+	case delay != "" && at != "":
+		return nil, errors.New("--delay and --at do not go together: give one")
+	case delay != "":
+		if d, err := time.ParseDuration(delay); err != nil || d <= 0 {
+			return nil, fmt.Errorf("--delay %q: want a positive duration such as 30m or 2h45m", delay)
+		}
+		return func(e *client.InboundEvent) { e.Delay, e.DeliverAt = delay, "" }, nil
+	case at != "":
+		if _, err := time.Parse(time.RFC3339, at); err != nil {
+			return nil, fmt.Errorf("--at %q: want a time in RFC 3339, such as 2026-12-03T09:00:00Z", at)
+		}
+		return func(e *client.InboundEvent) { e.DeliverAt, e.Delay = at, "" }, nil
+	}
+	return func(*client.InboundEvent) {}, nil
 }
 
 // readEvent reads the JSON body {title, message, tab, severity} from r.

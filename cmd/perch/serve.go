@@ -425,6 +425,13 @@ func prune(ctx context.Context, st *store.Store, retention, auditRetention time.
 			} else if n > 0 {
 				logger.Info("pruned finished workflow jobs past retention", "count", n)
 			}
+			// Scheduled notifications delivered or cancelled are kept, for
+			// their dedupe keys, as long as notifications.
+			if n, err := st.PruneScheduled(ctx, cutoff); err != nil {
+				logger.Warn("pruning finished scheduled notifications failed", "err", err)
+			} else if n > 0 {
+				logger.Info("pruned finished scheduled notifications past retention", "count", n)
+			}
 			if n, err := st.PruneWorkflowState(ctx, time.Now()); err != nil {
 				logger.Warn("pruning workflow throttle windows failed", "err", err)
 			} else if n > 0 {

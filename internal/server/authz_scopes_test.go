@@ -100,6 +100,8 @@ var routeScopes = map[string]perch.TokenScope{
 	"PUT /api/v1/org/integrations/pagerduty":                      perch.ScopeManage,
 	"DELETE /api/v1/org/integrations/pagerduty":                   perch.ScopeManage,
 	"GET /api/v1/org/integrations/actions":                        perch.ScopeManage, // a secret: manage even to read
+	"GET /api/v1/notifications/scheduled":                         perch.ScopeRead,
+	"DELETE /api/v1/notifications/scheduled/{id}":                 perch.ScopeSend,
 	"GET /api/v1/billing/plans":                                   publicRoute,
 	"POST /api/v1/billing/checkout":                               perch.ScopeManage,
 	"POST /api/v1/billing/portal":                                 perch.ScopeManage,
@@ -219,7 +221,7 @@ func TestEveryRouteHasAScope(t *testing.T) {
 	// Any id resolves a path to its pattern.
 	id := &account{ID: "x", OrgID: "x"}
 	w := &world{owner: id, target: id, member: id, team: "x", invitation: "x", invitationToken: "x", ownerToken: "x",
-		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x", notification: "1"}
+		announcement: "x", workflow: "x", deviceSession: "x", webhookToken: "x", failedJob: "x", notification: "1", scheduled: "x"}
 	mux := routeMux(t)
 	walked := map[string]bool{}
 	for _, c := range authzCases {

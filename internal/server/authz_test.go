@@ -21,6 +21,7 @@ type world struct {
 	ownerToken, announcement, webhookToken       string            // webhookToken: the owner's, its id
 	workflow                                     string            // the owner's organisation's, published
 	failedJob                                    string            // a forward of the owner's organisation, given up
+	scheduled                                    string            // a notification the owner's webhook token scheduled for tomorrow
 	deviceSession                                string            // a pending desktop sign-in, its verifier rfcVerifier
 	notification                                 string            // to the owner's organisation, with a view action a1
 	smtpPort                                     int               // the test SMTP server's, for e-mail settings that keep mail flowing
@@ -49,6 +50,7 @@ func newWorld(a *api, n int) *world {
 	w.ownerToken = a.apiToken(w.owner, "laptop")
 	w.webhookToken = expect(a.t, a.call("POST", "/api/v1/webhook-tokens", w.owner.Access,
 		map[string]string{"label": "CI", "sender": "inbound", "scope": "user"}), 201).Data()["token"].(map[string]any)["id"].(string)
+	w.scheduled = scheduledBy(a, w.owner, w.webhookToken)
 	w.workflow = a.mustCreateWorkflow(w.owner, dropErrors("Quiet"))["id"].(string)
 	expect(a.t, a.call("POST", "/api/v1/org/workflows/"+w.workflow+"/publish", w.owner.Access, nil), 200)
 	w.failedJob = givenUpJob(a, w.owner.OrgID, w.workflow)
@@ -254,6 +256,10 @@ var authzCases = []authzCase{
 	{"PUT", "/api/v1/org/integrations/pagerduty", map[string]string{"api_key": "u+abc_123", "from_email": "ops@example.com"}, [6]int{401, 200, 403, 200, 200, 200}},
 	{"DELETE", "/api/v1/org/integrations/pagerduty", nil, [6]int{401, 404, 403, 404, 404, 404}},
 	{"GET", "/api/v1/org/integrations/actions", nil, [6]int{401, 200, 403, 200, 200, 200}},
+	// Scheduled notifications: each user lists and cancels what their
+	// own webhook tokens scheduled.
+	{"GET", "/api/v1/notifications/scheduled", nil, [6]int{401, 200, 200, 200, 200, 200}},
+	{"DELETE", "/api/v1/notifications/scheduled/{scheduled}", nil, [6]int{401, 404, 404, 404, 204, 404}},
 }
 
 // samlSettingsBody is SAML settings over a fixed identity provider's
@@ -264,7 +270,7 @@ func samlSettingsBody(*world) any {
 
 func (w *world) fill(s string) string {
 	return strings.NewReplacer("{ownerToken}", w.ownerToken, "{webhookToken}", w.webhookToken, "{announcement}", w.announcement, "{target}", w.target.ID,
-		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob, "{notification}", w.notification,
+		"{owner}", w.owner.ID, "{org}", w.owner.OrgID, "{member}", w.member.ID, "{team}", w.team, "{invitation}", w.invitation, "{workflow}", w.workflow, "{failedJob}", w.failedJob, "{notification}", w.notification, "{scheduled}", w.scheduled,
 		"{invitationToken}", w.invitationToken, "{deviceSession}", w.deviceSession, "{deviceVerifier}", rfcVerifier).Replace(s)
 }
 

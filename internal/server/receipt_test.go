@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // A receiver's answer is the same bytes whether writeReceipt appends it
@@ -25,6 +26,7 @@ func TestReceiptEncoding(t *testing.T) {
 		{"an id that needs escaping", receipt{Received: true, IDs: []string{`a"b`}}, false},
 		{"an id that encoding/json escapes for HTML", receipt{Received: true, IDs: []string{"a<b&c>"}}, false},
 		{"a non-ASCII id", receipt{Received: true, IDs: []string{"é"}}, false},
+		{"scheduled for later", receipt{Received: true, IDs: []string{"a1"}, Scheduled: []scheduledReceipt{{ID: "s1", DeliverAt: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want bytes.Buffer

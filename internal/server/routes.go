@@ -120,6 +120,8 @@ func (s *Server) routes() {
 	// Running a notification's action (notification_actions.go): the one
 	// route of the send scope, limited per user on top of the allowance.
 	m.Handle("POST /api/v1/notifications/{id}/actions/{action_id}", s.allowed(perch.RunNotificationActions, s.runAction))
+	m.Handle("GET /api/v1/notifications/scheduled", s.allowed(perch.ReadNotifications, s.listScheduled))
+	m.Handle("DELETE /api/v1/notifications/scheduled/{id}", s.allowed(perch.CancelScheduled, s.cancelScheduled))
 	m.Handle("GET /ws", s.handle(s.websocket))
 
 	// Plans, regions and announcements.

@@ -21,6 +21,8 @@ type stores struct {
 	preferencesDB  preferencesStore  // account_preferences.go, ws.go (the preferences a socket follows)
 	orgDB          orgStore          // org*.go
 	webhookDB      webhookStore      // webhook_*.go
+	scheduleDB     scheduleStore     // webhook_schedule.go
+	scheduledDB    scheduledStore    // notification_scheduled.go
 	notificationDB notificationStore // notification_*.go, ws.go (replay)
 	workflowDB     workflowStore     // workflow_*.go
 	deliveryDB     deliveryStore     // workflow_deliveries.go
@@ -47,6 +49,8 @@ func newStores(st *store.Store) stores {
 		preferencesDB:  st,
 		orgDB:          st,
 		webhookDB:      st,
+		scheduleDB:     st,
+		scheduledDB:    st,
 		notificationDB: st,
 		workflowDB:     st,
 		deliveryDB:     st,

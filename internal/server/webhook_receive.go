@@ -54,6 +54,10 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 		if err := s.keepNativeActions(r.Context(), tok.orgID, res.Events); err != nil {
 			return err
 		}
+		dues, err := s.deliveryTimes(res, tok)
+		if err != nil {
+			return err
+		}
 		if err := s.allowNotifications(w, r, scope, len(res.Events)); err != nil {
 			return err
 		}
@@ -75,6 +79,9 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 				return err
 			}
 			batch[i] = store.NewNotification{DedupeKey: key, Notification: n}
+			if dues != nil && !dues[i].IsZero() {
+				batch[i].Notification.DeliverAt = &dues[i]
+			}
 		}
 		var flowed *flowed
 		if tok.orgID != "" {
@@ -87,13 +94,20 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 				flowed.keepPayload(payload)
 			}
 		}
+		var held []scheduledReceipt
+		heldDup := true
+		if dues != nil {
+			if batch, held, heldDup, err = s.holdScheduled(r.Context(), tok, batch, flowed); err != nil {
+				return err
+			}
+		}
 		var stored []store.Stored
 		if len(batch) > 0 {
 			if stored, err = s.ingest.Write(r.Context(), batch...); err != nil {
 				return err
 			}
 		}
-		out := receipt{Received: true, IDs: make([]string, len(stored)), Duplicate: len(stored) > 0}
+		out := receipt{Received: true, IDs: make([]string, len(stored)), Duplicate: len(stored)+len(held) > 0 && heldDup, Scheduled: held}
 		for i, st := range stored {
 			out.IDs[i] = st.Notification.ID
 			out.Duplicate = out.Duplicate && st.Duplicate
@@ -110,9 +124,10 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 	})
 }
 
-// receipt is a receiver's answer: the ids of the notifications stored, and
-// whether all of them were stored before (a redelivery); or why a delivery
-// that was understood is dropped. Withheld counts the notifications that
+// receipt is a receiver's answer: the ids of the notifications stored (and
+// the notifications kept for later, scheduled), and whether all of them
+// were stored before (a redelivery); or why a delivery that was understood
+// is dropped. Withheld counts the notifications that
 // the organisation's workflows dropped, throttled or held for a digest:
 // accepted, and not stored as they came.
 type receipt struct {
@@ -121,6 +136,8 @@ type receipt struct {
 	Duplicate bool     `json:"duplicate,omitempty"`
 	Withheld  int      `json:"withheld,omitempty"`
 	Ignored   string   `json:"ignored,omitempty"`
+
+	Scheduled []scheduledReceipt `json:"scheduled,omitempty"`
 }
 
 // writeReceipt answers 200 with rc. Every accepted delivery is answered
@@ -142,9 +159,10 @@ func writeReceipt(w http.ResponseWriter, rc receipt) {
 
 // appendPlain appends rc as encoding/json's Encoder writes it, when that
 // needs no escaping: false for a receipt that ignores, or an id with any
-// byte but a letter, digit, '-' or '_' (the store's ids have none).
+// byte but a letter, digit, '-' or '_' (the store's ids have none), or
+// one that scheduled notifications for later.
 func (rc receipt) appendPlain(b []byte) ([]byte, bool) {
-	if rc.Ignored != "" || !rc.Received {
+	if rc.Ignored != "" || !rc.Received || len(rc.Scheduled) > 0 {
 		return nil, false
 	}
 	b = append(b, `{"received":true`...)
@@ -184,9 +202,10 @@ func plainID(id string) bool {
 }
 
 // sender is who a delivery came from: the webhook token's id (or, for an
-// anonymous broadcast, the client address) and its organisation ("" for a
-// broadcast, which no organisation's workflows see).
-type sender struct{ id, orgID string }
+// anonymous broadcast, the client address), its owner and its organisation
+// ("" for a broadcast, which no organisation's workflows see, and nobody
+// owns).
+type sender struct{ id, userID, orgID string }
 
 // allowNotifications bounds what one delivery may make: at most
 // MaxDeliveryNotifications notifications, whatever the sender and scope, and
@@ -234,7 +253,7 @@ func (s *Server) webhookAudience(w http.ResponseWriter, r *http.Request, name st
 	if touch {
 		s.touches.add(t.ID, s.now())
 	}
-	return t.Audience(), sender{id: t.ID, orgID: t.OrgID}, nil
+	return t.Audience(), sender{id: t.ID, userID: t.UserID, orgID: t.OrgID}, nil
 }
 
 var errBadSignature = perch.Errorf(perch.EUNAUTHORIZED, "The delivery's signature is missing or wrong.")

@@ -65,12 +65,16 @@ func (s *Store) DeleteWebhookToken(ctx context.Context, userID, id string) error
 	return expectOne(res, err, "Webhook token")
 }
 
-const webhookTokenByHash = `SELECT ` + webhookTokenColumns + ` FROM webhook_tokens w
-	JOIN users u ON u.id = w.user_id
-	WHERE w.hash = ? AND u.disabled_at IS NULL AND (w.scope = 'user'
+// webhookTokenUsable holds for a webhook token w of user u while u could
+// still make it (see WebhookTokenByHash).
+const webhookTokenUsable = `u.disabled_at IS NULL AND (w.scope = 'user'
 		OR (u.org_id = w.org_id AND u.org_role IN ('owner', 'admin'))
 		OR (w.scope = 'team' AND u.org_id = w.org_id
 			AND EXISTS (SELECT 1 FROM team_members tm WHERE tm.team_id = w.team_id AND tm.user_id = w.user_id)))`
+
+const webhookTokenByHash = `SELECT ` + webhookTokenColumns + ` FROM webhook_tokens w
+	JOIN users u ON u.id = w.user_id
+	WHERE w.hash = ? AND ` + webhookTokenUsable
 
 // WebhookTokenByHash returns the token with the given hash while its
 // creator could still make it: for an organisation token, an owner or admin

@@ -39,15 +39,17 @@ const (
 	holdAgainTimeout = 30 * time.Second
 )
 
-// Tick is one pass of the workflow worker: it delivers the digests
-// whose window ended, one summary notification each, carries out up to
-// 20 due jobs (forwards and e-mail), 4 at a time, completing each one that
-// succeeds and scheduling a retry of each one that fails, and mails the
-// users whose unread mail is due (unread.go). A failed job is
+// Tick is one pass of the workflow worker: it delivers the scheduled
+// notifications that are due and the digests whose window ended, one
+// summary notification each, carries out up to 20 due jobs (forwards
+// and e-mail), 4 at a time, completing each one that succeeds and
+// scheduling a retry of each one that fails, and mails the users whose
+// unread mail is due (unread.go). A failed job is
 // not an error of the tick; failing to reach the store, or to deliver a
-// digest, is.
+// digest or a scheduled notification, is. Scheduled ones go first, so the
+// jobs their workflows queued run in the same tick.
 func (wk *Worker) Tick(ctx context.Context) error {
-	return errors.Join(wk.deliverDigests(ctx), wk.runJobs(ctx), wk.mailUnread(ctx))
+	return errors.Join(wk.deliverScheduled(ctx), wk.deliverDigests(ctx), wk.runJobs(ctx), wk.mailUnread(ctx))
 }
 
 // deliverDigests claims the due digests and delivers each.

@@ -1,4 +1,5 @@
-// Package worker is Perch's background work: the workflows' queued jobs
+// Package worker is Perch's background work: the scheduled notifications
+// that came due, the workflows' queued jobs
 // (forwards through internal/netguard and e-mail), the seats of the
 // organisations' provider subscriptions (set to their member counts), the
 // digests whose window ended, and the recording of workflow runs in
@@ -93,22 +94,28 @@ func (wk *Worker) Wake() {
 	}
 }
 
-// Run carries out the workflows' background work (Tick) when woken and
-// every Options.Poll, until ctx ends. Errors are logged; the worker keeps
+// Run carries out the workflows' background work (Tick) when woken, every
+// Options.Poll, and when the next scheduled notification is due, until ctx
+// ends. Errors are logged; the worker keeps
 // going.
 func (wk *Worker) Run(ctx context.Context) {
 	t := time.NewTicker(wk.opts.Poll)
 	defer t.Stop()
+	due := time.NewTimer(wk.opts.Poll) // the next scheduled notification's time (armScheduled)
+	defer due.Stop()
+	wk.armScheduled(ctx, due)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-wk.wake:
+		case <-due.C:
 		}
 		if err := wk.Tick(ctx); err != nil && ctx.Err() == nil {
 			wk.log.Error("the workflow worker failed; it tries again at its next tick", "err", err)
 		}
+		wk.armScheduled(ctx, due)
 	}
 }
 
