@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func checkResult(t *testing.T, got Result, err error, want Result) {
 		t.Fatalf("got %d events, want %d:\n got %#v\nwant %#v", len(got.Events), len(want.Events), got.Events, want.Events)
 	}
 	for i := range want.Events {
-		if got.Events[i] != want.Events[i] {
+		if !reflect.DeepEqual(got.Events[i], want.Events[i]) {
 			t.Errorf("event %d:\n got %#v\nwant %#v", i, got.Events[i], want.Events[i])
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func TestWorkflowForwardIsSignedAndRetried(t *testing.T) {
 				t.Errorf("request %d created_at %v, want %v", i, got.CreatedAt, n.CreatedAt)
 			}
 			got.CreatedAt = n.CreatedAt
-			if got != n {
+			if !reflect.DeepEqual(got, n) {
 				t.Errorf("request %d body %+v, want %+v", i, got, n)
 			}
 		}

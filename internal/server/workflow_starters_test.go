@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -186,7 +187,7 @@ func TestStarterWorkflowsDoWhatTheySay(t *testing.T) {
 			if c.title != "" {
 				want.Title = c.title
 			}
-			if r.Notification != want {
+			if !reflect.DeepEqual(r.Notification, want) {
 				t.Errorf("notification\n%+v\nwant\n%+v", r.Notification, want)
 			}
 			var asked []string

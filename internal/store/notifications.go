@@ -3,20 +3,30 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 )
 
-const notificationColumns = `n.id, n.scope_type, n.scope_id, n.tab, n.title, n.message, n.severity, n.source, n.url, n.created_at`
+const notificationColumns = `n.id, n.scope_type, n.scope_id, n.tab, n.title, n.message, n.severity, n.source, n.url, n.created_at, n.priority, n.extras`
 
+// scanNotification reads notificationColumns and then the read state. The
+// notification comes with its actions' server-only parts (a sealed request,
+// a native reference), which encoding/json leaves out for clients.
 func scanNotification(row interface{ Scan(...any) error }) (*perch.Notification, error) {
 	var n perch.Notification
 	var id, created int64
-	if err := row.Scan(&id, &n.Scope.Type, &n.Scope.ID, &n.Tab, &n.Title, &n.Message, &n.Severity, &n.Source, &n.URL, &created, &n.Read); err != nil {
+	var more sql.NullString
+	if err := row.Scan(&id, &n.Scope.Type, &n.Scope.ID, &n.Tab, &n.Title, &n.Message, &n.Severity, &n.Source, &n.URL, &created, &n.Priority, &more, &n.Read); err != nil {
 		return nil, err
+	}
+	if err := decodeExtras(&n, more); err != nil {
+		return nil, fmt.Errorf("notification %d: extras: %w", id, err)
 	}
 	n.ID, n.CreatedAt = strconv.FormatInt(id, 10), fromMS(created)
 	return &n, nil
@@ -289,4 +299,28 @@ func (s *Store) ReplayStart(ctx context.Context, since string) (after int64, gap
 		return 0, true, nil
 	}
 	return after, after < pruned, nil
+}
+
+// NotificationFor returns the notification with the given id when the
+// audience may see it (addressed to the user, their organisation, one of
+// their teams, or everyone since they joined), with the user's read state
+// and its actions' server-only parts; perch.ENOTFOUND otherwise, whether
+// it does not exist or is someone else's.
+func (s *Store) NotificationFor(ctx context.Context, a *perch.Audience, id string) (*perch.Notification, error) {
+	num, err := ParseNotificationID(id)
+	if err != nil {
+		return nil, perch.Errorf(perch.ENOTFOUND, "No notification %q.", id)
+	}
+	n, err := scanNotification(s.r.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+`, EXISTS (SELECT 1 FROM notification_reads r WHERE r.notification_id = n.id AND r.user_id = ?)
+		FROM notifications n WHERE n.id = ?`), a.UserID, num))
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !sees(a, n) {
+		return nil, perch.Errorf(perch.ENOTFOUND, "No notification %q.", id)
+	}
+	return n, err
+}
+
+// sees reports whether the audience may see n: its scope reaches them, and
+// a broadcast is from after they joined.
+func sees(a *perch.Audience, n *perch.Notification) bool {
+	return a.Includes(n.Scope) && (n.Scope.Type != perch.ScopeAll || !n.CreatedAt.Before(a.Joined.Truncate(time.Millisecond)))
 }

@@ -39,9 +39,9 @@ type Stored struct {
 // column and returns the id and key of each row it did insert.
 func (s *Store) insertNotifications(rows int) string {
 	var b strings.Builder
-	columns, values := `scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key`, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	columns, values := `scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key, priority, extras`, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if s.dialect == SQLite {
-		columns, values = "id, "+columns, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		columns, values = "id, "+columns, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	}
 	b.WriteString("INSERT INTO notifications (" + columns + ") VALUES ")
 	for i := range rows {
@@ -63,7 +63,7 @@ func (s *Store) insertNotifications(rows int) string {
 // statements hold (SQLite's program for a statement grows with its rows:
 // about 1.2 KB a row, so every size up to 64 is some 2.5 MB, up to 256
 // some 40 MB), and is far below SQLite's limit on variables
-// (11 × 64 of 32,766). Past 64 rows a statement's fixed cost is a sliver
+// (13 × 64 of 32,766). Past 64 rows a statement's fixed cost is a sliver
 // of a row's.
 const maxInsertRows = 64
 
@@ -129,6 +129,10 @@ func (s *Store) InsertNotifications(ctx context.Context, batch []NewNotification
 	defer func() { err = s.wrote(ctx, err) }()
 	now := s.now()
 	out := make([]Stored, len(batch))
+	for i := range batch {
+		n := &batch[i].Notification
+		n.Priority = priority(n)
+	}
 	hasJobs := slices.ContainsFunc(batch, func(nn NewNotification) bool { return len(nn.Jobs) > 0 })
 	if s.dialect == Postgres && !hasJobs {
 		if err := s.insertPipelined(ctx, batch, out, now); err != nil {
@@ -335,7 +339,7 @@ func (a *rowArgs) release() {
 // statement has run.
 func insertArgs(chunk []NewNotification, now time.Time, first int64) *rowArgs {
 	a := rowArgsPool.Get().(*rowArgs)
-	args := slices.Grow(*a, 11*len(chunk))
+	args := slices.Grow(*a, 13*len(chunk))
 	created := any(ms(now)) // boxed once for every row
 	for i, nn := range chunk {
 		n := &nn.Notification
@@ -346,7 +350,7 @@ func insertArgs(chunk []NewNotification, now time.Time, first int64) *rowArgs {
 		if first != 0 {
 			args = append(args, first+int64(i))
 		}
-		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, created, key)
+		args = append(args, n.Scope.Type, n.Scope.ID, n.Tab, n.Title, n.Message, n.Severity, n.Source, n.URL, created, key, n.Priority, encodeExtras(n))
 	}
 	*a = args
 	return a

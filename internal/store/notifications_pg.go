@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/perch-dev/perch"
 )
 
 // insertPipelined stores a batch of notifications without jobs on
@@ -39,7 +41,11 @@ func (s *Store) insertPipelined(ctx context.Context, batch []NewNotification, ou
 		keyed := cols.key != nil
 		query, args := insertUnnest, []any{cols.scopeType, cols.scopeID, cols.tab, cols.title, cols.message, cols.severity,
 			cols.source, cols.url, ms(now)}
-		if keyed {
+		switch {
+		case cols.priority != nil:
+			query, args = insertUnnestRich, append(args, cols.key, cols.priority, cols.extras)
+			keyed = true // the statement returns the key, NULL for a row without
+		case keyed:
 			query, args = insertUnnestKeyed, append(args, cols.key)
 		}
 		b.Queue(query, args...)
@@ -103,11 +109,26 @@ const insertUnnestKeyed = `INSERT INTO notifications (scope_type, scope_id, tab,
 	ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 	RETURNING id, dedupe_key`
 
+// insertUnnestRich is insertUnnestKeyed for a batch in which some row has
+// a priority other than default or extras (docs/DESIGN.md, The rich
+// notification): two arrays more, which a batch of plain notifications,
+// the usual one, does not pay for.
+const insertUnnestRich = `INSERT INTO notifications (scope_type, scope_id, tab, title, message, severity, source, url, created_at, dedupe_key, priority, extras)
+	SELECT d.scope_type, d.scope_id, d.tab, d.title, d.message, d.severity, d.source, d.url, $9::bigint, d.dedupe_key, d.priority, d.extras
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $10::text[], $11::smallint[], $12::text[])
+		AS d (scope_type, scope_id, tab, title, message, severity, source, url, dedupe_key, priority, extras)
+	ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+	RETURNING id, dedupe_key`
+
 // columns are a batch's values, column by column, for insertUnnest; key
-// is nil unless some row has a dedupe key (then nil for a row without).
+// is nil unless some row has a dedupe key (then nil for a row without),
+// priority and extras nil unless some row has a priority other than
+// default or any extras (then key is made too, for insertUnnestRich).
 type columns struct {
 	scopeType, scopeID, tab, title, message, severity, source, url []string
 	key                                                            []*string
+	priority                                                       []int16
+	extras                                                         []*string
 }
 
 func unnestColumns(batch []NewNotification) columns {
@@ -125,6 +146,21 @@ func unnestColumns(batch []NewNotification) columns {
 			}
 			c.key[i] = &nn.DedupeKey
 		}
+		if no.Priority != perch.PriorityDefault || hasExtras(no) {
+			if c.priority == nil {
+				c.priority, c.extras = make([]int16, n), make([]*string, n)
+				for j := range c.priority {
+					c.priority[j] = perch.PriorityDefault
+				}
+			}
+			c.priority[i] = int16(no.Priority)
+			if e, ok := encodeExtras(no).(string); ok {
+				c.extras[i] = &e
+			}
+		}
+	}
+	if c.priority != nil && c.key == nil {
+		c.key = make([]*string, n)
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/perch-dev/perch"
@@ -28,7 +29,7 @@ func FuzzCompileRun(f *testing.F) {
 			return
 		}
 		r := p.Run(t.Context(), input(), Hooks{})
-		if r.Status == perch.RunFailed && r.Notification != alert {
+		if r.Status == perch.RunFailed && !reflect.DeepEqual(r.Notification, alert) {
 			t.Fatalf("a failed run changed the notification: %+v", r.Notification)
 		}
 	})

@@ -92,7 +92,7 @@ func TestRunSet(t *testing.T) {
 	want.Message = "Service db: Connection refused on port 5432."
 	want.Tab = "Ops"
 	want.URL = "https://incidents.example.com/i/42?from=perch"
-	if r.Status != perch.RunDelivered || r.Notification != want {
+	if r.Status != perch.RunDelivered || !reflect.DeepEqual(r.Notification, want) {
 		t.Errorf("Run = %s %+v, want delivered %+v (steps %v)", r.Status, r.Notification, want, r.Steps)
 	}
 	if len(r.Steps) != 2 || r.Steps[0] != (perch.RunStep{Type: "set", Status: "ok"}) {
@@ -157,7 +157,7 @@ func TestRunThrottle(t *testing.T) {
 			t.Errorf("run %d: Status = %q, want %q (steps %v)", i, r.Status, want, r.Steps)
 		}
 		if want == perch.RunThrottled {
-			if r.Notification != alert || r.Steps[0].Detail != "over 2 per 1m" || r.Steps[1].Status != "skipped" {
+			if !reflect.DeepEqual(r.Notification, alert) || r.Steps[0].Detail != "over 2 per 1m" || r.Steps[1].Status != "skipped" {
 				t.Errorf("throttled run: %+v %v", r.Notification, r.Steps)
 			}
 		}
@@ -168,11 +168,11 @@ func TestRunThrottle(t *testing.T) {
 
 	f.err = errors.New("redis is down")
 	r := p.Run(t.Context(), input(), Hooks{Throttle: f.Throttle})
-	if r.Status != perch.RunFailed || r.Notification != alert || r.Steps[0].Detail != "redis is down" {
+	if r.Status != perch.RunFailed || !reflect.DeepEqual(r.Notification, alert) || r.Steps[0].Detail != "redis is down" {
 		t.Errorf("a failing hook: %s %+v %v", r.Status, r.Notification, r.Steps)
 	}
 	r = p.Run(t.Context(), input(), Hooks{})
-	if r.Status != perch.RunFailed || r.Notification != alert {
+	if r.Status != perch.RunFailed || !reflect.DeepEqual(r.Notification, alert) {
 		t.Errorf("no hook: %s %v", r.Status, r.Steps)
 	}
 }
@@ -243,7 +243,7 @@ func TestRunFailsLeavingTheNotificationUnchanged(t *testing.T) {
 			in.Payload = tt.payload
 			allow := func(context.Context, string, int, time.Duration) (bool, error) { return true, nil }
 			r := mustCompile(t, tt.condition, tt.steps...).Run(t.Context(), in, Hooks{Throttle: allow})
-			if r.Status != perch.RunFailed || r.Notification != alert || r.Forwards != nil {
+			if r.Status != perch.RunFailed || !reflect.DeepEqual(r.Notification, alert) || r.Forwards != nil {
 				t.Fatalf("Run = %s %+v, want failed with the notification unchanged", r.Status, r.Notification)
 			}
 			var failed *perch.RunStep

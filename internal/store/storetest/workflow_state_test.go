@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,7 +216,7 @@ func TestDigestWindowOpensAtTheFirstAndIsClaimedOnceWhenItEnds(t *testing.T) {
 		if got, want := heldTitles(d.Notifications), "deploy 1, deploy 2, deploy 3"; got != want {
 			t.Fatalf("held notifications %q, want %q", got, want)
 		}
-		if d.Notifications[0] != note(1) {
+		if !reflect.DeepEqual(d.Notifications[0], note(1)) {
 			t.Fatalf("a held notification came back as %+v, want %+v", d.Notifications[0], note(1))
 		}
 		if ds := mustDue(t, s, end.Add(time.Hour), 10); len(ds) != 1 || ds[0].Key != "incidents" || !ds[0].WindowEnd.Equal(other) {
