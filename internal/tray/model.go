@@ -557,7 +557,10 @@ func (v View) Tooltip() string {
 func (m *Model) View() View {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Problem: m.problem, Gap: m.gap, Snoozed: m.snooze}
+	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Problem: m.problem, Gap: m.gap}
+	if m.snooze.After(time.Now()) {
+		v.Snoozed = m.snooze
+	}
 	tabs := make([]TabView, 0, len(m.tabs))
 	newest := map[string]string{}
 	for name, list := range m.tabs {

@@ -124,14 +124,18 @@ func TestSnooze(t *testing.T) {
 	t.Parallel()
 	m := New(server, DefaultLimits)
 	play(m, connects, replayDone)
-	until := time.Date(2026, 12, 3, 8, 0, 0, 0, time.Local)
+	until := time.Date(time.Now().Year()+1, 12, 3, 8, 0, 0, 0, time.Local)
 	if !m.SetSnooze(until) || m.SetSnooze(until) {
 		t.Error("SetSnooze: want a change the first time only")
 	}
-	if tip := m.View().Tooltip(); !strings.Contains(tip, "snoozed until Thu 08:00") {
+	if tip := m.View().Tooltip(); !strings.Contains(tip, "snoozed until "+until.Format("Mon")+" 08:00") {
 		t.Errorf("tooltip %q", tip)
 	}
 	if !m.SetSnooze(time.Time{}) || strings.Contains(m.View().Tooltip(), "snoozed") {
 		t.Errorf("snooze off: %q", m.View().Tooltip())
+	}
+	m.SetSnooze(time.Now().Add(-time.Minute))
+	if v := m.View(); !v.Snoozed.IsZero() {
+		t.Errorf("a snooze that is over shows: %v", v.Snoozed)
 	}
 }
