@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,10 +289,39 @@ func storable(nn *store.NewNotification) {
 	if n.URL = perch.CleanText(n.URL, perch.SingleLine); !perch.ValidURL(n.URL) {
 		n.URL = ""
 	}
+	if len(n.Tags) > 0 || n.Icon != "" || len(n.Actions) > 0 {
+		storableExtras(n)
+	}
 	nn.DedupeKey = perch.CleanText(nn.DedupeKey, perch.SingleLine)
 	if len(nn.DedupeKey) > maxDedupeKey {
 		sum := sha256.Sum256([]byte(nn.DedupeKey))
 		nn.DedupeKey = "sha256:" + hex.EncodeToString(sum[:])
+	}
+}
+
+// storableExtras is storable for the rich fields: tags and labels cleaned
+// (at most perch.MaxTags and perch.MaxActions kept), an icon that is not
+// https dropped, and a view action whose link perch.ValidURL refuses
+// dropped with it.
+func storableExtras(n *perch.Notification) {
+	n.Tags = n.Tags[:min(len(n.Tags), perch.MaxTags)]
+	for i, t := range n.Tags {
+		n.Tags[i] = perch.CleanText(t, perch.SingleLine)
+	}
+	if !perch.ValidURL(n.Icon) || !strings.HasPrefix(n.Icon, "https://") {
+		n.Icon = ""
+	}
+	kept := n.Actions[:0]
+	for _, a := range n.Actions[:min(len(n.Actions), perch.MaxActions)] {
+		a.Label = perch.CleanText(a.Label, perch.SingleLine)
+		if a.Type == perch.ActionView && (a.URL == "" || !perch.ValidURL(a.URL)) {
+			continue
+		}
+		kept = append(kept, a)
+	}
+	n.Actions = kept
+	if len(n.Actions) == 0 {
+		n.Actions = nil
 	}
 }
 

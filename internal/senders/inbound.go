@@ -11,7 +11,9 @@ import (
 // Inbound parses a delivery to the generic receiver: a JSON object
 // {"tab", "title", "message", "severity", "url"} where only title is
 // required, and url, when given, is an absolute http or https address (the
-// menu bar and the dashboard open it).
+// menu bar and the dashboard open it); and the rich members "priority",
+// "tags", "icon", "markdown", "actions", "deliver_at" and "delay"
+// (inbound_rich.go).
 // Severity defaults to info and tab to "Inbound"; other members are ignored so
 // that senders may include data of their own.
 //
@@ -29,6 +31,7 @@ func Inbound(body []byte) (Result, error) {
 	// as in every parser here (encoding/json's rule).
 	var in struct {
 		Title, Message, Severity, Tab, URL any
+		rich
 	}
 	if err := perch.DecodeObject(body, &in); err != nil {
 		return Result{}, err
@@ -36,15 +39,8 @@ func Inbound(body []byte) (Result, error) {
 
 	// Collect every problem before answering, so that a sender fixes its
 	// payload in one round trip rather than one field at a time.
-	var problems []string
-	var fields perch.Problems // made on the first problem: most deliveries have none
-	problem := func(name, what string) {
-		if fields == nil {
-			fields = perch.Problems{}
-		}
-		problems = append(problems, name+" "+what+".")
-		fields.Add(name, what)
-	}
+	var c complaint
+	problem := c.add
 	// field reads an optional string member; absent and null read as "".
 	// It reports false when the member holds another type, or characters it
 	// may not (form decides which).
@@ -113,17 +109,19 @@ func Inbound(body []byte) (Result, error) {
 		problem("url", "must be an http:// or https:// address")
 	}
 
-	if len(problems) > 0 {
-		return Result{}, &perch.Error{Code: perch.EBADREQUEST, Message: strings.Join(problems, " "), Fields: fields}
-	}
-	return Result{Events: []perch.Event{{
+	e := perch.Event{
 		Tab:      tab,
 		Title:    t,
 		Message:  msg,
 		Severity: sev,
 		Source:   perch.SourceInbound,
 		URL:      link,
-	}}}, nil
+	}
+	in.rich.parse(&e, &c)
+	if len(c.sentences) > 0 {
+		return Result{}, &perch.Error{Code: perch.EBADREQUEST, Message: strings.Join(c.sentences, " "), Fields: c.fields}
+	}
+	return Result{Events: []perch.Event{e}}, nil
 }
 
 // foldSpace turns the whitespace controls a title may carry from a script's

@@ -24,7 +24,7 @@ func TestInbound(t *testing.T) {
 		}},
 		{"untidy text and extra members", mustRead(t, "inbound/untidy.json"), perch.Event{
 			Tab: perch.TabInbound, Title: "Disk usage report ready", Message: "See the capacity dashboard.",
-			Severity: perch.SeverityError, Source: perch.SourceInbound,
+			Severity: perch.SeverityError, Source: perch.SourceInbound, Tags: []string{"ops"},
 		}},
 		{"null members read as absent", []byte(`{"title":"T","tab":null,"message":null,"severity":null}`), perch.Event{
 			Tab: perch.TabInbound, Title: "T", Severity: perch.SeverityInfo, Source: perch.SourceInbound,

@@ -179,11 +179,22 @@ func pagerDutyV3(webhookID string, e *pdV3Event) (Result, error) {
 		Tab:        perch.TabIncidents,
 		Source:     perch.SourceIncidents,
 		Severity:   action.severity,
+		Priority:   incidentPriority(kind == "triggered" || kind == "reopened", inc.Urgency),
 		Title:      title(incidentName(inc.Number, inc.Title, ref) + " " + action.verb),
 		Message:    message(byLine(action.verb, e.Agent, inc.Service), detail),
 		URL:        webURL(perch.FirstNonEmpty(inc.HTMLURL, ref.HTMLURL)),
 		DeliveryID: deliveryID(perch.FirstNonEmpty(webhookID, e.ID)),
 	}}}, nil
+}
+
+// incidentPriority is urgent for a new (or reopened) high-urgency
+// incident, the one PagerDuty itself would page for; else 0, so that the
+// severity decides (perch.DefaultPriority), as for every sender.
+func incidentPriority(opened bool, urgency string) int {
+	if opened && strings.EqualFold(urgency, "high") {
+		return perch.PriorityUrgent
+	}
+	return 0
 }
 
 // pdV2Actions maps a V2 message's event, less its "incident." prefix, to how
@@ -251,6 +262,7 @@ func pagerDutyV2(webhookID string, msgs []pdV2Message) (Result, error) {
 			Tab:        perch.TabIncidents,
 			Source:     perch.SourceIncidents,
 			Severity:   action.severity,
+			Priority:   incidentPriority(kind == "trigger", inc.Urgency),
 			Title:      title(incidentName(inc.IncidentNumber, inc.Title, &pdRef{ID: inc.ID, Summary: inc.Summary}) + " " + action.verb),
 			Message:    message(what, capitalize(context)),
 			URL:        webURL(inc.HTMLURL),

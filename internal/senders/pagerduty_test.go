@@ -25,13 +25,13 @@ func TestPagerDuty(t *testing.T) {
 		// V3
 		{name: "v3 triggered, high urgency", body: mustRead(t, "pagerduty/v3.incident.triggered.high.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: checkout + " triggered",
-				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XA"}))},
+				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XA", Priority: perch.PriorityUrgent}))},
 		{name: "v3 triggered, low urgency", body: mustRead(t, "pagerduty/v3.incident.triggered.low.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: "#43 Disk 80% full on db-2 triggered",
 				Message: "Triggered on Checkout API\nAssigned to Grace Hopper", URL: "https://acme.pagerduty.com/incidents/Q1DSK43", DeliveryID: "01HRZ8M3J6K2D9Q4T7V1B5N0XB"}))},
 		{name: "v3 X-Webhook-Id wins over the event id", body: mustRead(t, "pagerduty/v3.incident.triggered.high.json"), webhookID: "a1b2c3d4-webhook",
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityError, Title: checkout + " triggered",
-				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "a1b2c3d4-webhook"}))},
+				Message: "Triggered on Checkout API\nAssigned to Ada Lovelace", URL: checkoutURL, DeliveryID: "a1b2c3d4-webhook", Priority: perch.PriorityUrgent}))},
 		{name: "v3 acknowledged", body: mustRead(t, "pagerduty/v3.incident.acknowledged.json"),
 			want: events(incidentEvent(perch.Event{Severity: perch.SeverityWarning, Title: checkout + " acknowledged",
 				Message: "Acknowledged by Ada Lovelace on Checkout API", URL: checkoutURL, DeliveryID: "01HRZ8P7A1C4E6G8J0L2N4Q6SC"}))},
@@ -85,7 +85,7 @@ func TestPagerDuty(t *testing.T) {
 		{name: "v2 batch: one event per understood message, ids from the messages", body: mustRead(t, "pagerduty/v2.batch.json"),
 			want: events(
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " triggered",
-					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "8d2f3041-e1a2-11f0-9c3b-0a58a9feac02"}),
+					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "8d2f3041-e1a2-11f0-9c3b-0a58a9feac02", Priority: perch.PriorityUrgent}),
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " escalated",
 					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "8d2f3043-e1a2-11f0-9c3b-0a58a9feac02"}),
 				incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: payments + " resolved",
@@ -94,7 +94,7 @@ func TestPagerDuty(t *testing.T) {
 		{name: "v2 batch with X-Webhook-Id: header id and message position", body: mustRead(t, "pagerduty/v2.batch.json"), webhookID: "hdr-2",
 			want: events(
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " triggered",
-					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-2:0"}),
+					Message: "Triggered through the API\nPayments Gateway · assigned to Ada Lovelace", URL: paymentsURL, DeliveryID: "hdr-2:0", Priority: perch.PriorityUrgent}),
 				incidentEvent(perch.Event{Severity: perch.SeverityError, Title: payments + " escalated",
 					Message: "Escalated to level 2 by Ada Lovelace\nPayments Gateway · assigned to Grace Hopper", URL: paymentsURL, DeliveryID: "hdr-2:2"}),
 				incidentEvent(perch.Event{Severity: perch.SeverityInfo, Title: payments + " resolved",

@@ -67,9 +67,11 @@ func (s *Server) receiver(sender string, parse parser) http.Handler {
 			if key != "" {
 				key = tok.id + "|" + e.Source + "|" + key
 			}
-			batch[i] = store.NewNotification{DedupeKey: key, Notification: perch.Notification{
-				Tab: e.Tab, Title: e.Title, Message: e.Message, Severity: e.Severity, Source: e.Source, URL: e.URL, Scope: scope,
-			}}
+			n, err := s.notificationOf(&res.Events[i], scope)
+			if err != nil {
+				return err
+			}
+			batch[i] = store.NewNotification{DedupeKey: key, Notification: n}
 		}
 		var flowed *flowed
 		if tok.orgID != "" {

@@ -36,7 +36,8 @@ type whNote struct {
 		Type string `json:"type"`
 		ID   string `json:"id"`
 	} `json:"scope"`
-	Read bool `json:"read"`
+	Priority int  `json:"priority"`
+	Read     bool `json:"read"`
 }
 
 // whAnswer is a receiver's answer.
