@@ -66,7 +66,7 @@ func TestMethods(t *testing.T) {
 	const apiToken = `{"id":"3","label":"laptop","token_prefix":"pat_abcd","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z","expires_at":null,"scopes":null}`
 	const limitedToken = `{"id":"4","label":"ci","token_prefix":"pat_efgh","is_active":true,"last_verified_at":null,"created_at":"2026-01-02T03:04:05Z","expires_at":"2027-01-01T00:00:00Z","scopes":["read","send"]}`
 	const whToken = `{"id":"4","label":"ci","sender":"inbound","scope":"team","team_id":"9","token_prefix":"whk_abcd","created_at":"2026-01-02T03:04:05Z","last_used_at":null}`
-	const note = `{"id":"42","tab":"Code","title":"PR #1","message":"m","severity":"info","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"user","id":"1"},"read":false}`
+	const note = `{"id":"42","tab":"Code","title":"PR #1","message":"m","severity":"info","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"user","id":"1"},"read":false,"priority":3}`
 	tests := []struct {
 		name   string
 		call   func(context.Context, *Client) (any, error)

@@ -63,7 +63,7 @@ func TestListenFrames(t *testing.T) {
 	f := &wsFake{script: func(n int, w http.ResponseWriter, r *http.Request) {
 		conn := accept(w, r)
 		send(conn,
-			`{"type":"notification","data":{"id":"10","tab":"Code","title":"PR #1 opened","message":"m","severity":"warning","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"team","id":"9"},"read":false}}`,
+			`{"type":"notification","data":{"id":"10","tab":"Code","title":"PR #1 opened","message":"m","severity":"warning","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"team","id":"9"},"read":false,"priority":5,"tags":["rotating_light"],"icon":"https://example.com/i.png","markdown":true,"actions":[{"id":"a1","type":"view","label":"Open","url":"https://x/1"},{"id":"a2","type":"http","label":"Merge"}]}}`,
 			note("9"),   // not after since
 			note("100"), // 100 > 10 as numbers, not as strings
 			note("99"),  // a duplicate from the past
@@ -83,7 +83,7 @@ func TestListenFrames(t *testing.T) {
 	if got := summary(events); !reflect.DeepEqual(got, want) {
 		t.Errorf("events\n got %q\nwant %q", got, want)
 	}
-	jsonEqual(t, events[1].Notification, `{"id":"10","tab":"Code","title":"PR #1 opened","message":"m","severity":"warning","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"team","id":"9"},"read":false}`)
+	jsonEqual(t, events[1].Notification, `{"id":"10","tab":"Code","title":"PR #1 opened","message":"m","severity":"warning","source":"code-host","url":"https://x","created_at":"2026-01-02T03:04:05Z","scope":{"type":"team","id":"9"},"read":false,"priority":5,"tags":["rotating_light"],"icon":"https://example.com/i.png","markdown":true,"actions":[{"id":"a1","type":"view","label":"Open","url":"https://x/1"},{"id":"a2","type":"http","label":"Merge"}]}`)
 }
 
 // The ready frame may say where the live stream starts: a client that has

@@ -42,13 +42,37 @@ func (c *Client) MarkAllRead(ctx context.Context) error {
 }
 
 // InboundEvent is what the generic receiver takes. Only Title is required;
-// the server defaults Tab to "Inbound" and Severity to info.
+// the server defaults Tab to "Inbound", Severity to info and Priority to
+// the severity's (high for an error, else default).
 type InboundEvent struct {
 	Tab      string `json:"tab,omitempty"`
 	Title    string `json:"title"`
 	Message  string `json:"message,omitempty"`
 	Severity string `json:"severity,omitempty"` // perch.SeverityInfo, SeverityWarning or SeverityError
 	URL      string `json:"url,omitempty"`      // an http(s) link to what the event is about
+
+	Priority string          `json:"priority,omitempty"` // 1–5 or min, low, default, high, urgent
+	Tags     []string        `json:"tags,omitempty"`     // at most perch.MaxTags
+	Icon     string          `json:"icon,omitempty"`     // an https URL
+	Markdown bool            `json:"markdown,omitempty"` // Message is Markdown
+	Actions  []InboundAction `json:"actions,omitempty"`  // at most perch.MaxActions
+	// DeliverAt (RFC 3339) or Delay (a Go duration such as "30m"), at
+	// most 7 days ahead, schedule the notification.
+	DeliverAt string `json:"deliver_at,omitempty"`
+	Delay     string `json:"delay,omitempty"`
+}
+
+// InboundAction is a button on an inbound notification: a view action
+// opens URL; an http action is a request the server sends when someone
+// runs it, with the method, headers and body given here, which no client
+// ever sees.
+type InboundAction struct {
+	Type    string            `json:"type"` // perch.ActionView or perch.ActionHTTP
+	Label   string            `json:"label"`
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
 }
 
 // Send delivers e through the generic receiver (POST /webhooks/inbound) with

@@ -18,13 +18,15 @@ import (
 const maxStdinBody = 1 << 20
 
 // eventShape is the JSON body send takes on stdin, for its messages.
-const eventShape = `{"title", "message", "tab", "severity", "url"}`
+const eventShape = `{"title", "message", "tab", "severity", "url", "priority", "tags", "icon", "markdown", "actions"}`
 
 // send delivers one notification through the generic receiver with a
 // webhook token, which decides who gets it. It needs a server address but
 // no sign-in: scripts and CI jobs send with a token alone.
 func (c *cli) send(ctx context.Context, args []string) error {
-	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U]\n       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
+	fs := c.flags("send", "perch send [--server URL] [--token whk_…] --title T [--message M] [--tab T] [--severity S] [--url U]\n"+
+		"           [--priority P] [--tag T]… [--icon URL] [--markdown] [--action 'view, Label, URL']…\n"+
+		"       echo '{\"title\": \"…\"}' | perch send [--server URL] [--token whk_…]")
 	serverFlag := fs.String("server", "", "server to send to (default: PERCH_SERVER, then the default sign-in's server)")
 	token := fs.String("token", "", "webhook token (whk_…) for the inbound receiver (default: PERCH_WEBHOOK_TOKEN)")
 	title := fs.String("title", "", "title (required, unless a JSON body comes on stdin)")
@@ -32,6 +34,12 @@ func (c *cli) send(ctx context.Context, args []string) error {
 	tab := fs.String("tab", "", `tab (the server's default: "Inbound")`)
 	severity := fs.String("severity", "", "info, warning or error (the server's default: info)")
 	link := fs.String("url", "", "an http(s) link to what the notification is about; the menu bar and dashboard open it")
+	priority := fs.String("priority", "", "1–5 or min, low, default, high, urgent (the server's default: high for an error, else default)")
+	var tags, actions repeated
+	fs.Var(&tags, "tag", "a tag, such as warning or rotating_light (shown as emoji); repeat for more, at most 5")
+	icon := fs.String("icon", "", "an https link to an icon")
+	markdown := fs.Bool("markdown", false, "the message is Markdown")
+	fs.Var(&actions, "action", "a button: 'view, Label, URL' or 'http, Label, URL[, method=PUT][, header.Name=value][, body=…]'; repeat for more, at most 3")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,8 +78,26 @@ func (c *cli) send(ctx context.Context, args []string) error {
 			e.Severity = *severity
 		case "url":
 			e.URL = *link
+		case "priority":
+			e.Priority = *priority
+		case "tag":
+			e.Tags = tags
+		case "icon":
+			e.Icon = *icon
+		case "markdown":
+			e.Markdown = *markdown
 		}
 	})
+	if len(actions) > 0 {
+		e.Actions = nil
+		for _, spec := range actions {
+			a, err := parseAction(spec)
+			if err != nil {
+				return err
+			}
+			e.Actions = append(e.Actions, a)
+		}
+	}
 	if strings.TrimSpace(e.Title) == "" {
 		return errors.New("a title is required: pass --title, or pipe a JSON body " + eventShape + " into stdin")
 	}
@@ -106,4 +132,48 @@ func readEvent(r io.Reader) (client.InboundEvent, error) {
 		return e, fmt.Errorf("the body on stdin is not a JSON object %s: %v", eventShape, err)
 	}
 	return e, nil
+}
+
+// repeated is a flag that may be given more than once.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ", ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// parseAction reads an --action: "type, label, url" and then, for an
+// http action, "method=…", "header.Name=value" and "body=…" (the body
+// last, so that it may hold commas), as ntfy's short form has them.
+func parseAction(spec string) (client.InboundAction, error) {
+	parts := strings.SplitN(spec, ",", 4)
+	usage := fmt.Errorf("--action %q: want 'view, Label, URL' or 'http, Label, URL[, method=PUT][, header.Name=value][, body=…]'", spec)
+	if len(parts) < 3 {
+		return client.InboundAction{}, usage
+	}
+	a := client.InboundAction{Type: strings.TrimSpace(parts[0]), Label: strings.TrimSpace(parts[1]), URL: strings.TrimSpace(parts[2])}
+	if len(parts) == 4 {
+		rest := strings.TrimSpace(parts[3])
+		for rest != "" {
+			if body, ok := strings.CutPrefix(rest, "body="); ok {
+				a.Body = body
+				break
+			}
+			opt, more, _ := strings.Cut(rest, ",")
+			rest = strings.TrimSpace(more)
+			key, value, ok := strings.Cut(strings.TrimSpace(opt), "=")
+			switch name, isHeader := strings.CutPrefix(key, "header."); {
+			case !ok:
+				return a, usage
+			case key == "method":
+				a.Method = value
+			case isHeader && name != "":
+				if a.Headers == nil {
+					a.Headers = map[string]string{}
+				}
+				a.Headers[name] = value
+			default:
+				return a, fmt.Errorf("--action %q: unknown option %q (method=, header.Name=, body=)", spec, key)
+			}
+		}
+	}
+	return a, nil
 }

@@ -26,6 +26,22 @@ func TestSend(t *testing.T) {
 		}
 	})
 
+	t.Run("priority, tags, icon, Markdown and actions", func(t *testing.T) {
+		c, stdout, _ := testCLI(t, t.TempDir(), env)
+		if err := dispatch(t.Context(), "send", []string{"--title", "Disk full", "--message", "**92%**", "--priority", "urgent",
+			"--tag", "warning", "--tag", "db-1", "--icon", "https://example.com/db.png", "--markdown",
+			"--action", "view, Open dashboard, https://grafana.example.com/d/db",
+			"--action", "http, Restart, https://ops.example.com/restart, method=PUT, header.Authorization=Bearer x, body={\"a\": 1, \"b\": 2}"}, c); err != nil {
+			t.Fatal(err)
+		}
+		n := stored(t, u, strings.TrimSpace(stdout.String()))
+		if n.Priority != perch.PriorityUrgent || strings.Join(n.Tags, " ") != "warning db-1" || n.Icon != "https://example.com/db.png" || !n.Markdown ||
+			len(n.Actions) != 2 || n.Actions[0] != (perch.NotificationAction{ID: "a1", Type: "view", Label: "Open dashboard", URL: "https://grafana.example.com/d/db"}) ||
+			n.Actions[1] != (perch.NotificationAction{ID: "a2", Type: "http", Label: "Restart"}) {
+			t.Fatalf("stored %+v", n)
+		}
+	})
+
 	t.Run("JSON on stdin, a flag winning over it", func(t *testing.T) {
 		c, stdout, _ := testCLI(t, t.TempDir(), nil)
 		c.stdin = strings.NewReader(`{"title": "Backup done", "message": "42 GB", "tab": "Ops", "severity": "info"}`)
@@ -65,13 +81,19 @@ func TestSend(t *testing.T) {
 		{name: "no server", env: map[string]string{"PERCH_WEBHOOK_TOKEN": u.webhook}, args: []string{"--title", "x"},
 			want: "which server? Pass --server https://perch.example.com (or set PERCH_SERVER)"},
 		{name: "no title", env: env,
-			want: `a title is required: pass --title, or pipe a JSON body {"title", "message", "tab", "severity", "url"} into stdin`},
+			want: `a title is required: pass --title, or pipe a JSON body {"title", "message", "tab", "severity", "url", "priority", "tags", "icon", "markdown", "actions"} into stdin`},
 		{name: "empty stdin", env: env, stdin: " \n",
-			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity", "url"} into it, or pass --title`},
+			want: `stdin is empty: pipe a JSON body {"title", "message", "tab", "severity", "url", "priority", "tags", "icon", "markdown", "actions"} into it, or pass --title`},
 		{name: "bad severity", env: env, args: []string{"--title", "x", "--severity", "fatal"},
 			want: "severity must be info, warning or error."},
 		{name: "not a web link", env: env, args: []string{"--title", "x", "--url", "javascript:alert(1)"},
 			want: "url must be an http:// or https:// address."},
+		{name: "bad priority", env: env, args: []string{"--title", "x", "--priority", "loud"},
+			want: "priority must be 1 to 5 or min, low, default, high or urgent."},
+		{name: "an action without a URL", env: env, args: []string{"--title", "x", "--action", "view, Open"},
+			want: `--action "view, Open": want 'view, Label, URL' or 'http, Label, URL[, method=PUT][, header.Name=value][, body=…]'`},
+		{name: "an action option unknown", env: env, args: []string{"--title", "x", "--action", "http, Go, https://a.example, timeout=5"},
+			want: `--action "http, Go, https://a.example, timeout=5": unknown option "timeout" (method=, header.Name=, body=)`},
 		{name: "control characters", env: env, args: []string{"--title", "a\x00b", "--message", "\x1b[31mred"},
 			want: "title must not contain control characters. message must not contain control characters other than line breaks and tabs."},
 	} {

@@ -76,7 +76,7 @@ func TestNotificationHistoryPages(t *testing.T) {
 		}
 		// Every member of a notification is there.
 		res := expect(t, a.call("GET", "/api/v1/notifications?limit=1", ada.Access, nil), 200)
-		want := []string{"created_at", "id", "message", "read", "scope", "severity", "source", "tab", "title", "url"}
+		want := []string{"created_at", "id", "message", "priority", "read", "scope", "severity", "source", "tab", "title", "url"}
 		if got := whKeys(res.List()[0]); !slices.Equal(got, want) {
 			t.Fatalf("notification keys = %v, want %v", got, want)
 		}
