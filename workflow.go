@@ -43,7 +43,7 @@ type WorkflowStats struct {
 
 // Step is one step of a workflow: exactly one of its members is set.
 type Step struct {
-	Set      map[string]string `json:"set,omitempty"` // field (title, message, severity, tab, url) → CEL string expression
+	Set      map[string]string `json:"set,omitempty"` // field (title, message, severity, tab, url, priority) → CEL string expression
 	Route    *RouteStep        `json:"route,omitempty"`
 	Drop     *DropStep         `json:"drop,omitempty"`
 	Throttle *ThrottleStep     `json:"throttle,omitempty"`

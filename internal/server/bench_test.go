@@ -22,6 +22,20 @@ func BenchmarkInboundIngest(b *testing.B) {
 	postInParallel(b, a, tok, `{"title":"Deploy finished","message":"api v1.2.3 is live","severity":"info","tab":"Deploys"}`)
 }
 
+// richBody is a delivery with the rich members a sender would use most:
+// priority, tags, Markdown and a view action.
+const richBody = `{"title":"Deploy finished","message":"api **v1.2.3** is live","severity":"info","tab":"Deploys","priority":"high",` +
+	`"tags":["rocket","api"],"markdown":true,"actions":[{"type":"view","label":"Open","url":"https://ci.example.com/runs/7"}]}`
+
+// BenchmarkInboundIngestRich is BenchmarkInboundIngest with rich
+// notifications (richBody).
+func BenchmarkInboundIngestRich(b *testing.B) {
+	a := newAPI(b, storetest.New(b, store.SQLite))
+	ada := a.register("Ada")
+	tok := a.webhookToken(ada, "org", "")
+	postInParallel(b, a, tok, richBody)
+}
+
 // BenchmarkInboundIngestSQLiteSync is BenchmarkInboundIngest with each of
 // SQLite's settings of how a commit reaches the disk (PERCH_SQLITE_SYNC),
 // in one run: full syncs the log at every commit, normal at checkpoints.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
 	"github.com/perch-dev/perch/internal/store"
 	"github.com/perch-dev/perch/internal/store/storetest"
 	"github.com/perch-dev/perch/internal/worker"
@@ -76,12 +77,21 @@ func TestRichNotificationRoundTrip(t *testing.T) {
 		// A replay reads the same notification back from the store.
 		replay := dial(t, ts, ada.Access, "0")
 		check("the replay", replay.next().Data)
+		// The Go client decodes every field.
+		list, err := client.New(ts.URL, client.WithAccessToken(ada.Access, "")).Notifications(t.Context(), "", 0)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("client: %v, %d notifications", err, len(list))
+		}
+		list[0].CreatedAt = time.Time{}
+		if !reflect.DeepEqual(*list[0], want) {
+			t.Errorf("the client:\n got %+v\nwant %+v", *list[0], want)
+		}
 	})
 }
 
 // TestPriorityIsDerivedWhenAbsent: a notification without a priority has
-// its severity's (an error is high), and a PagerDuty high-urgency trigger
-// is urgent.
+// its severity's (an error is high, so a Datadog alert is), and a
+// PagerDuty high-urgency trigger is urgent.
 func TestPriorityIsDerivedWhenAbsent(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, s *store.Store) {
@@ -94,11 +104,14 @@ func TestPriorityIsDerivedWhenAbsent(t *testing.T) {
 		a.whOK("/webhooks/inbound", inbound, `{"title": "quiet", "severity": "error", "priority": 1}`)
 		a.whOK("/webhooks/pagerduty", incidents, whRead(t, "pagerduty/v3.incident.triggered.high.json"))
 		a.whOK("/webhooks/pagerduty", incidents, whRead(t, "pagerduty/v3.incident.triggered.low.json"))
+		_, monitoring := a.whToken(ada, "monitoring", "user", "")
+		a.whOK("/webhooks/datadog", monitoring, whRead(t, "datadog/custom.triggered.json"))
+		a.whOK("/webhooks/datadog", monitoring, whRead(t, "datadog/custom.recovered.json"))
 		var got []int
 		for _, n := range a.whHistory(ada, "") {
 			got = append(got, n.Priority)
 		}
-		if want := []int{3, 4, 1, 5, 3}; !reflect.DeepEqual(got, want) {
+		if want := []int{3, 4, 1, 5, 3, 4, 3}; !reflect.DeepEqual(got, want) {
 			t.Errorf("priorities %v, want %v", got, want)
 		}
 	})

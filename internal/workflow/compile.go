@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,11 @@ const (
 	fieldSeverity = "severity"
 	fieldTab      = "tab"
 	fieldURL      = "url"
+	fieldPriority = "priority" // a string expression: 1–5 or a name (perch.ParsePriority)
 )
+
+// setFields are the fields a set step may change, in the order it sets them.
+var setFields = []string{fieldTitle, fieldMessage, fieldSeverity, fieldTab, fieldURL, fieldPriority}
 
 // Event is what CEL expressions see as `event`: the notification's fields
 // that a rule may test. It is a Go struct declared to CEL (not a map) so that
@@ -60,6 +65,8 @@ type Event struct {
 	Source   string     `cel:"source"`
 	URL      string     `cel:"url"`
 	Scope    EventScope `cel:"scope"`
+	Priority int        `cel:"priority"` // 1 (min) to 5 (urgent)
+	Tags     []string   `cel:"tags"`
 }
 
 // EventScope is `event.scope`: who the notification is for.
@@ -175,14 +182,14 @@ func compileStep(p perch.Problems, workflowID string, i int, s *perch.Step) step
 		if len(s.Set) == 0 {
 			p.Add(at+".set", "must change at least one field")
 		}
-		for _, field := range []string{fieldTitle, fieldMessage, fieldSeverity, fieldTab, fieldURL} {
+		for _, field := range setFields {
 			if expr, ok := s.Set[field]; ok {
 				st.set = append(st.set, setExpr{field: field, prg: compileExpr(p, at+".set."+field, expr, cel.StringType)})
 			}
 		}
 		for field := range s.Set {
 			if !settable(field) {
-				p.Add(at+".set."+field, "is not a field a workflow can set: use title, message, severity, tab or url")
+				p.Add(at+".set."+field, "is not a field a workflow can set: use title, message, severity, tab, url or priority")
 			}
 		}
 	case perch.StepRoute:
@@ -260,11 +267,7 @@ func clonePtr[T any](p *T) *T {
 
 // settable reports whether a set step may change field.
 func settable(field string) bool {
-	switch field {
-	case fieldTitle, fieldMessage, fieldSeverity, fieldTab, fieldURL:
-		return true
-	}
-	return false
+	return slices.Contains(setFields, field)
 }
 
 // compileKey compiles a throttle or digest key; "" is one key for the step.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,7 @@ func (r *run) step(s *step, n *perch.Notification, res *Result, h Hooks) (perch.
 	case perch.StepSet:
 		// Every field is evaluated before any is changed, so that a failure
 		// leaves nothing half-set and each expression sees the same event.
-		var vals [5]string
+		var vals [6]string // one per setFields
 		for i, e := range s.set {
 			v, err := r.evalString(e.prg)
 			if err != nil {
@@ -175,6 +176,12 @@ func (r *run) step(s *step, n *perch.Notification, res *Result, h Hooks) (perch.
 				if !perch.ValidSeverity(v) {
 					return rs, fmt.Errorf("severity: %q is not info, warning or error", v)
 				}
+			case fieldPriority:
+				p, ok := perch.ParsePriority(v)
+				if !ok {
+					return rs, fmt.Errorf("priority: %q is not 1 to 5 or min, low, default, high or urgent", v)
+				}
+				v = strconv.Itoa(p)
 			case fieldURL:
 				// The receivers refuse any other link, and a workflow's
 				// author (or a sender feeding its payload) must not get
@@ -254,6 +261,8 @@ func setField(n *perch.Notification, field, v string) {
 		n.Tab = clip(perch.CleanText(v, perch.SingleLine))
 	case fieldURL:
 		n.URL = clip(perch.CleanText(v, perch.SingleLine))
+	case fieldPriority:
+		n.Priority, _ = perch.ParsePriority(v) // checked by the step
 	}
 }
 
@@ -375,7 +384,13 @@ func (v *vars) setEvent(n *perch.Notification) {
 	// The CEL value reads v.ev through its pointer, so it need not be
 	// converted again.
 	v.ev = Event{Title: n.Title, Message: n.Message, Severity: n.Severity, Tab: n.Tab, Source: n.Source, URL: n.URL,
-		Scope: EventScope{Type: n.Scope.Type, ID: n.Scope.ID}}
+		Scope: EventScope{Type: n.Scope.Type, ID: n.Scope.ID}, Priority: n.Priority, Tags: n.Tags}
+	if v.ev.Priority == 0 {
+		v.ev.Priority = perch.DefaultPriority(n.Severity) // what the store will give it
+	}
+	if v.ev.Tags == nil {
+		v.ev.Tags = []string{}
+	}
 }
 
 // ResolveName implements interpreter.Activation.

@@ -304,3 +304,29 @@ func TestRunSetClipsLongText(t *testing.T) {
 		t.Fatalf("status %q, message of %d bytes (valid %v), title %q", r.Status, len(r.Notification.Message), utf8.ValidString(r.Notification.Message), r.Notification.Title)
 	}
 }
+
+// TestRunPriorityAndTags: a condition reads event.priority (the severity's
+// when the sender gave none) and event.tags, and a set step changes the
+// priority by number or name; anything else fails the run.
+func TestRunPriorityAndTags(t *testing.T) {
+	t.Parallel()
+	in := input()
+	in.Notification.Tags = []string{"db", "prod"}
+	p := mustCompile(t, `event.priority == 4 && "prod" in event.tags`, perch.Step{Set: map[string]string{"priority": `"urgent"`}})
+	r := p.Run(t.Context(), in, Hooks{}) // an error without a priority is high
+	if !r.Matched || r.Status != perch.RunDelivered || r.Notification.Priority != perch.PriorityUrgent {
+		t.Fatalf("Run = matched %v, %s, priority %d; want urgent (steps %v)", r.Matched, r.Status, r.Notification.Priority, r.Steps)
+	}
+	in.Notification.Tags = nil
+	if r := p.Run(t.Context(), in, Hooks{}); r.Matched {
+		t.Errorf("matched without the tag")
+	}
+	r = mustCompile(t, "", perch.Step{Set: map[string]string{"priority": `string(event.priority - 2)`}}).Run(t.Context(), input(), Hooks{})
+	if r.Notification.Priority != perch.PriorityLow {
+		t.Errorf("priority %d, want 2 (from a number)", r.Notification.Priority)
+	}
+	r = mustCompile(t, "", perch.Step{Set: map[string]string{"priority": `"loud"`}}).Run(t.Context(), input(), Hooks{})
+	if r.Status != perch.RunFailed || r.Notification.Priority != 0 {
+		t.Errorf("a bad priority: %s, priority %d; want the run failed, the notification unchanged", r.Status, r.Notification.Priority)
+	}
+}
