@@ -1,6 +1,9 @@
 package perch
 
-import "strings"
+import (
+	"maps"
+	"strings"
+)
 
 // TagEmoji is the emoji a tag stands for, when the tag is one of the
 // shortcodes ntfy and GitHub (gemoji) use: "warning" is ⚠️,
@@ -19,6 +22,10 @@ func TagEmoji(tag string) (emoji string, ok bool) {
 	emoji, ok = tagEmoji[t]
 	return emoji, ok
 }
+
+// TagEmojis is TagEmoji's whole table, shortcode → emoji (a copy), for
+// clients that look tags up themselves (the dashboard's script).
+func TagEmojis() map[string]string { return maps.Clone(tagEmoji) }
 
 // tagEmoji maps gemoji aliases to their emoji (with the variation selector
 // U+FE0F where gemoji has one, so that they draw as emoji, not as text).

@@ -107,7 +107,7 @@ type Model struct {
 	forgot  forgotten          // ids evicted lately: a replay of one is still not new
 	paused  bool
 	snooze  time.Time // the user's snooze, as the server last said; zero: none
-	host    string // the server as people name it: perch.example.com
+	host    string    // the server as people name it: perch.example.com
 	status  Status
 	detail  string // why the status is what it is, for people
 	problem string // the error behind an Offline status, as it came
