@@ -48,7 +48,9 @@ func (d *Dashboard) scriptError(w http.ResponseWriter, r *http.Request, err erro
 	code := perch.ErrorCode(err)
 	status := perch.HTTPStatus(code)
 	msg := perch.ErrorMessage(err)
-	if status >= http.StatusInternalServerError {
+	// The API's answers say what they may (a 502's "could not be
+	// reached"); an internal failure, nothing of itself.
+	if code == perch.EINTERNAL {
 		d.log.Error("dashboard script route failed", "path", r.URL.Path, "err", err)
 		msg = "Something went wrong on our side. Please try again in a minute."
 	}
