@@ -58,7 +58,7 @@ func TestFeedScriptRoutes(t *testing.T) {
 
 	// One message, as HTML: rendered when Markdown, escaped when not.
 	for id, want := range map[string]string{md: "<strong>done</strong>", plain: "**not markdown** &lt;b&gt;x&lt;/b&gt;"} {
-		p := b.get("/feed/notifications/" + id + "/body").expect(t, 200, "")
+		p := b.get("/feed/notifications/"+id+"/body").expect(t, 200, "")
 		if !strings.Contains(p.Body, want) || strings.Contains(p.Body, "<b>") {
 			t.Errorf("body of %s: %q, want it to hold %q", id, p.Body, want)
 		}
