@@ -25,17 +25,13 @@ require (
 )
 
 require (
+	github.com/aymerick/douceur v0.2.0 // indirect
 	github.com/go-jose/go-jose/v3 v3.0.5 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.4 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/gorilla/css v1.0.1 // indirect
 	github.com/lesismal/llib v1.2.2 // indirect
-)
-
-// Event-driven WebSockets (issue 21): the load generator's clients wait in
-// nbio's poller (bench/loadgen).
-require (
-	github.com/lesismal/llib v1.2.2 // indirect
-	github.com/lesismal/nbio v1.6.8
+	golang.org/x/net v0.61.0 // indirect
 )
 
 // Billing (DESIGN.md §10): Stripe's client, tested against stripe-mock
@@ -109,4 +105,11 @@ require (
 	golang.org/x/exp v0.0.0-20261011100332-faecfb24eb49 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261005182115-fad411399dd8 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
+)
+
+// Markdown messages in the dashboard (DESIGN.md §18): rendered by
+// goldmark, what it makes sanitised by bluemonday.
+require (
+	github.com/microcosm-cc/bluemonday v1.0.27
+	github.com/yuin/goldmark v1.8.7
 )

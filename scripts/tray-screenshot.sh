@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Takes docs/images/tray.png: `perch tray` in a real panel, with its menu open
 # and desktop notifications on screen, against a throw-away local server;
-# then, beside it, tray-signed-out.png (after `perch logout` in a terminal)
-# and tray-offline.png (signed in again, with the server stopped).
+# then, beside it, tray-actions.png (an urgent notification with tags, a
+# Markdown message and actions, shown under it in the menu), tray-signed-out.png
+# (after `perch logout` in a terminal) and tray-offline.png (signed in again,
+# with the server stopped).
 #
 # Runs a virtual X display (Xvfb) with a D-Bus session (dbus-run-session),
 # Xfce's panel (its systray plugin hosts StatusNotifierItems) and dunst (the
@@ -12,7 +14,8 @@
 #   apt-get install -y xvfb xfce4-panel dunst dbus-x11 xdotool imagemagick curl
 #
 # Usage: scripts/tray-screenshot.sh [OUTPUT.png]   (default docs/images/tray.png;
-#        the other two go beside it, as OUTPUT-signed-out.png and OUTPUT-offline.png)
+#        the others go beside it, as OUTPUT-actions.png, OUTPUT-signed-out.png
+#        and OUTPUT-offline.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-docs/images/tray.png}")"
@@ -154,6 +157,18 @@ menu
 xdotool mousemove 60 70
 sleep 1.5
 shoot "$PERCH_SCREENSHOT_OUT"
+xdotool key Escape; sleep 0.5
+
+log "a rich notification: its actions under it in the menu"
+send '{"tab":"Incidents","title":"#1288 Checkout error rate above 5%","severity":"error","priority":"urgent",
+  "tags":["rotating_light","prod"],"markdown":true,"message":"Error rate **7.2%** on `checkout-api`",
+  "actions":[{"type":"view","label":"Open runbook","url":"https://runbooks.example.com/checkout"},
+             {"type":"http","label":"Roll back","url":"https://deploy.example.com/rollback","method":"POST"}]}' >/dev/null
+sleep 2
+menu
+xdotool mousemove 60 70
+sleep 1.5
+shoot "$(next_to actions)"
 xdotool key Escape; sleep 0.5
 
 log "perch logout: the tray shows itself signed out"

@@ -118,6 +118,7 @@ func traySession(getenv func(string) string, stderr io.Writer) (*desktop.Notifie
 type trayNotifier interface {
 	Notify(ctx context.Context, m desktop.Message) (uint32, error)
 	Activated() <-chan uint32
+	Invoked() <-chan desktop.Invocation
 }
 
 // trayApp is the tray without its drawing: the subscription feeding the
@@ -381,7 +382,11 @@ func (a *trayApp) raise(p trayui.Popup) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	id, err := a.notifier.Notify(ctx, desktop.Message{Summary: p.Summary, Body: p.Body, Urgency: desktop.UrgencyOf(p.Severity), Clickable: true})
+	msg := desktop.Message{Summary: p.Summary, Body: p.Body, Urgency: desktop.UrgencyOfPriority(p.Priority, p.Severity), Clickable: true}
+	for _, act := range p.Actions {
+		msg.Buttons = append(msg.Buttons, desktop.Button{Key: act.ID, Label: act.Label})
+	}
+	id, err := a.notifier.Notify(ctx, msg)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -399,13 +404,25 @@ func (a *trayApp) raise(p trayui.Popup) {
 	}
 }
 
-// relayClicks opens what a clicked desktop notification is about.
+// relayClicks opens what a clicked desktop notification is about, and runs
+// the action of a clicked button.
 func (a *trayApp) relayClicks(ctx context.Context) {
-	clicks := a.notifier.Activated()
+	clicks, buttons := a.notifier.Activated(), a.notifier.Invoked()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case b, ok := <-buttons:
+			if !ok {
+				buttons = nil // closed: clicks still come
+				continue
+			}
+			a.mu.Lock()
+			p, known := a.raised[b.ID]
+			a.mu.Unlock()
+			if known && p.ID != "" {
+				a.runAction(p.ID, b.Key)
+			}
 		case id, ok := <-clicks:
 			if !ok {
 				return

@@ -11,6 +11,7 @@ import (
 
 	"fyne.io/systray"
 
+	"github.com/perch-dev/perch"
 	trayui "github.com/perch-dev/perch/internal/tray"
 )
 
@@ -71,6 +72,8 @@ type trayMenu struct {
 	header, empty                  *menuSlot
 	tabs                           []*menuTab
 	markAll, pause, dashboard      *menuSlot
+	snooze, snoozeHour             *menuSlot
+	snoozeMorning, snoozeOff       *menuSlot
 	account, signIn, signOut, quit *menuSlot
 	icon                           trayui.IconState
 	tooltip                        string
@@ -79,6 +82,9 @@ type trayMenu struct {
 type menuTab struct {
 	*menuSlot
 	items []*menuSlot
+	// acts are the slots of each item's actions, under it in the tab's
+	// submenu (perch.MaxActions per item).
+	acts [][]*menuSlot
 }
 
 // menuSlot is a menu item and what it shows, so that only changes go over
@@ -173,6 +179,14 @@ func (m *trayMenu) build() {
 			s.show(false)
 			onClick(s, func() { m.clickItem(t, i) })
 			tab.items = append(tab.items, s)
+			var acts []*menuSlot
+			for k := range perch.MaxActions {
+				as := newSlot(tab.item.AddSubMenuItem("", ""), "")
+				as.show(false)
+				onClick(as, func() { m.clickAction(t, i, k) })
+				acts = append(acts, as)
+			}
+			tab.acts = append(tab.acts, acts)
 		}
 		tab.show(false)
 		m.tabs = append(m.tabs, tab)
@@ -184,6 +198,15 @@ func (m *trayMenu) build() {
 	onClick(m.markAll, a.markAllRead)
 	m.pause = newSlot(systray.AddMenuItemCheckbox("Pause notifications", "Keep counting, without desktop notifications", false), "Pause notifications")
 	onClick(m.pause, a.togglePause)
+	// Snooze is the user's preference, on the server: every client of
+	// theirs goes quiet, not only this tray.
+	m.snooze = newSlot(systray.AddMenuItem("Snooze", "Quiet on every device: the server marks notifications silent"), "Snooze")
+	m.snoozeHour = newSlot(m.snooze.item.AddSubMenuItem("For 1 hour", ""), "For 1 hour")
+	onClick(m.snoozeHour, func() { a.snooze(time.Now().Add(time.Hour)) })
+	m.snoozeMorning = newSlot(m.snooze.item.AddSubMenuItem("Until tomorrow morning", ""), "Until tomorrow morning")
+	onClick(m.snoozeMorning, func() { a.snooze(perch.NextMorning(time.Now())) })
+	m.snoozeOff = newSlot(m.snooze.item.AddSubMenuItem("Off", ""), "Off")
+	onClick(m.snoozeOff, func() { a.snooze(time.Time{}) })
 	m.dashboard = newSlot(systray.AddMenuItem("Open dashboard", a.server+"/notifications"), "Open dashboard")
 	onClick(m.dashboard, a.openDashboard)
 	systray.AddSeparator()
@@ -254,8 +277,27 @@ func (m *trayMenu) draw(v trayui.View) {
 				s.set(it.Label())
 			}
 			s.show(true)
+			for k, as := range slot.acts[i] {
+				if k >= len(it.Actions) {
+					as.show(false)
+					continue
+				}
+				as.set(it.Actions[k].Label())
+				as.show(true)
+			}
+		}
+		for i := len(tab.Items); i < len(slot.acts); i++ {
+			for _, as := range slot.acts[i] {
+				as.show(false)
+			}
 		}
 	}
+	if v.Snoozed.IsZero() {
+		m.snooze.set("Snooze")
+	} else {
+		m.snooze.set("Snoozed until " + v.Snoozed.Local().Format("Mon 15:04"))
+	}
+	m.snoozeOff.show(!v.Snoozed.IsZero())
 	signedIn := v.Status != trayui.SignedOut
 	m.empty.show(signedIn && len(v.Tabs) == 0)
 	m.pause.check(v.Paused)
@@ -271,6 +313,21 @@ func (m *trayMenu) draw(v trayui.View) {
 	m.signIn.show(!signedIn)
 	m.signOut.show(signedIn)
 	m.markAll.show(signedIn)
+	m.snooze.show(signedIn)
+}
+
+// clickAction runs the action the slot showed when clicked.
+func (m *trayMenu) clickAction(t, i, k int) {
+	m.mu.Lock()
+	var id, actionID string
+	if t < len(m.drawn.Tabs) && i < len(m.drawn.Tabs[t].Items) && k < len(m.drawn.Tabs[t].Items[i].Actions) {
+		it := m.drawn.Tabs[t].Items[i]
+		id, actionID = it.ID, it.Actions[k].ID
+	}
+	m.mu.Unlock()
+	if id != "" {
+		m.app.runAction(id, actionID)
+	}
 }
 
 // clickItem opens the notification the item slot showed when clicked.

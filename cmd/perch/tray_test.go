@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +19,10 @@ import (
 
 // fakeDesktop is the desktop's notification server, as the tray sees it.
 type fakeDesktop struct {
-	mu     sync.Mutex
-	raised []desktop.Message
-	clicks chan uint32
+	mu      sync.Mutex
+	raised  []desktop.Message
+	clicks  chan uint32
+	buttons chan desktop.Invocation // nil: no button is ever clicked
 }
 
 func (d *fakeDesktop) Notify(_ context.Context, m desktop.Message) (uint32, error) {
@@ -31,6 +33,8 @@ func (d *fakeDesktop) Notify(_ context.Context, m desktop.Message) (uint32, erro
 }
 
 func (d *fakeDesktop) Activated() <-chan uint32 { return d.clicks }
+
+func (d *fakeDesktop) Invoked() <-chan desktop.Invocation { return d.buttons }
 
 func (d *fakeDesktop) messages() []desktop.Message {
 	d.mu.Lock()
@@ -160,7 +164,7 @@ func TestTrayFollowsTheServer(t *testing.T) {
 	}
 	eventually(t, "a desktop notification", func() bool { return len(d.messages()) == 1 })
 	want := desktop.Message{Summary: "Database down", Body: "primary unreachable\nIncidents", Urgency: desktop.Critical, Clickable: true}
-	if got := d.messages()[0]; got != want {
+	if got := d.messages()[0]; !reflect.DeepEqual(got, want) {
 		t.Errorf("raised %+v, want %+v", got, want)
 	}
 	eventually(t, "the resume point", func() bool { return app.store.LastID(base, trayConsumer) == first })
@@ -208,7 +212,8 @@ func TestTrayFollowsTheServer(t *testing.T) {
 	app, d, opened, _ := startTray(t, dir, base)
 	waitOnline(t, app)
 	eventually(t, "the summary", func() bool { return len(d.messages()) == 1 })
-	if got := d.messages()[0]; got.Summary != "5 new notifications" || got.Body != "Code 5" || got.Urgency != desktop.Low {
+	// Urgency goes by priority: these are of the default one (info).
+	if got := d.messages()[0]; got.Summary != "5 new notifications" || got.Body != "Code 5" || got.Urgency != desktop.Normal {
 		t.Errorf("summary %+v", got)
 	}
 	eventually(t, "the older notifications in the menu", func() bool {

@@ -34,6 +34,22 @@ const (
 	Critical Urgency = 2
 )
 
+// UrgencyOfPriority maps a notification's priority to an urgency: min and
+// low are low, default normal, high and urgent critical (servers keep
+// critical notifications until dismissed). A priority outside 1–5 (a
+// server from before priorities) goes by the severity, UrgencyOf.
+func UrgencyOfPriority(priority int, severity string) Urgency {
+	switch {
+	case priority < perch.PriorityMin || priority > perch.PriorityUrgent:
+		return UrgencyOf(severity)
+	case priority >= perch.PriorityHigh:
+		return Critical
+	case priority == perch.PriorityDefault:
+		return Normal
+	}
+	return Low
+}
+
 // UrgencyOf maps a severity to an urgency: info is low, warning normal,
 // error critical (servers keep critical notifications until dismissed).
 func UrgencyOf(severity string) Urgency {
@@ -52,6 +68,21 @@ type Message struct {
 	Body      string // plain text; escaped for servers that read markup
 	Urgency   Urgency
 	Clickable bool // offer the "default" action: see Notifier.Activated
+	// Buttons are shown where the server draws actions (the "actions"
+	// capability); a click on one is reported on Invoked with its Key.
+	Buttons []Button
+}
+
+// Button is an action button of a desktop notification.
+type Button struct {
+	Key   string // reported on Invoked; not "default", which is the click on the notification
+	Label string
+}
+
+// Invocation is a click on a button of a raised notification.
+type Invocation struct {
+	ID  uint32 // Notify's id of the notification
+	Key string // the Button's Key
 }
 
 // Notifier raises desktop notifications on one bus connection.
@@ -59,10 +90,11 @@ type Notifier struct {
 	conn      *dbus.Conn
 	signals   chan *dbus.Signal
 	activated chan uint32
+	invoked   chan Invocation
 	done      chan struct{}
 
-	mu     sync.Mutex
-	markup *bool // whether the server reads markup in bodies; nil until asked
+	mu   sync.Mutex
+	caps map[string]bool // the server's capabilities; nil until asked
 }
 
 // SessionAddress returns the session bus's address: DBUS_SESSION_BUS_ADDRESS,
@@ -98,14 +130,16 @@ func Connect(address string) (*Notifier, error) {
 		conn.Close()
 		return nil, fmt.Errorf("subscribing to notification clicks: %w", err)
 	}
-	n := &Notifier{conn: conn, signals: make(chan *dbus.Signal, 16), activated: make(chan uint32, 16), done: make(chan struct{})}
+	n := &Notifier{conn: conn, signals: make(chan *dbus.Signal, 16), activated: make(chan uint32, 16),
+		invoked: make(chan Invocation, 16), done: make(chan struct{})}
 	conn.Signal(n.signals)
 	go n.relay()
 	return n, nil
 }
 
-// relay turns the server's ActionInvoked signals for "default" into ids on
-// Activated, until the connection closes (which closes signals).
+// relay turns the server's ActionInvoked signals into ids on Activated
+// ("default") and Invocations on Invoked (a button), until the connection
+// closes (which closes signals).
 func (n *Notifier) relay() {
 	defer close(n.done)
 	for sig := range n.signals {
@@ -114,12 +148,18 @@ func (n *Notifier) relay() {
 		}
 		id, ok1 := sig.Body[0].(uint32)
 		action, ok2 := sig.Body[1].(string)
-		if !ok1 || !ok2 || action != "default" {
-			continue
-		}
-		select {
-		case n.activated <- id:
-		default: // nobody is reading: a click is not worth blocking the bus for
+		switch {
+		case !ok1 || !ok2 || action == "":
+		case action == "default":
+			select {
+			case n.activated <- id:
+			default: // nobody is reading: a click is not worth blocking the bus for
+			}
+		default:
+			select {
+			case n.invoked <- Invocation{ID: id, Key: action}:
+			default:
+			}
 		}
 	}
 }
@@ -132,16 +172,30 @@ func (n *Notifier) Done() <-chan struct{} { return n.done }
 // clicked. It is closed by Close.
 func (n *Notifier) Activated() <-chan uint32 { return n.activated }
 
+// Invoked delivers the clicks on notifications' Buttons. It is closed by
+// Close.
+func (n *Notifier) Invoked() <-chan Invocation { return n.invoked }
+
 // Notify raises m and returns the server's id for it. The server decides how
 // long it stays (the default timeout).
 func (n *Notifier) Notify(ctx context.Context, m Message) (uint32, error) {
+	caps := n.capabilities(ctx)
 	body := m.Body
-	if n.readsMarkup(ctx) {
-		body = escape(body)
+	if caps == nil || caps["body-markup"] {
+		body = escape(body) // escaping is the safe guess when the server did not say
 	}
 	var actions []string
 	if m.Clickable {
 		actions = []string{"default", "Open"}
+	}
+	// Buttons only where they are drawn: elsewhere the server may show
+	// nothing, or (some) every label as text.
+	if caps["actions"] {
+		for _, b := range m.Buttons {
+			if b.Key != "" && b.Key != "default" {
+				actions = append(actions, b.Key, b.Label)
+			}
+		}
 	}
 	hints := map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(m.Urgency))}
 	var id uint32
@@ -154,26 +208,25 @@ func (n *Notifier) Notify(ctx context.Context, m Message) (uint32, error) {
 	return id, nil
 }
 
-// readsMarkup asks the server once whether it reads markup in bodies, where
-// "<" and "&" would otherwise be taken as tags.
-func (n *Notifier) readsMarkup(ctx context.Context) bool {
+// capabilities asks the server once what it does (GetCapabilities):
+// "body-markup", where "<" and "&" in a body would be taken as tags, and
+// "actions", where it draws buttons. nil when it could not be asked (and
+// asking again next time is cheap).
+func (n *Notifier) capabilities(ctx context.Context) map[string]bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.markup != nil {
-		return *n.markup
+	if n.caps != nil {
+		return n.caps
 	}
 	var caps []string
 	if err := n.conn.Object(service, path).CallWithContext(ctx, service+".GetCapabilities", 0).Store(&caps); err != nil {
-		return true // escaping is the safe guess, and asking again next time is cheap
+		return nil
 	}
-	yes := false
+	n.caps = map[string]bool{}
 	for _, c := range caps {
-		if c == "body-markup" {
-			yes = true
-		}
+		n.caps[c] = true
 	}
-	n.markup = &yes
-	return yes
+	return n.caps
 }
 
 func escape(s string) string {
@@ -193,5 +246,6 @@ func (n *Notifier) Close() error {
 	err := n.conn.Close()
 	<-n.done
 	close(n.activated)
+	close(n.invoked)
 	return err
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/perch-dev/perch"
 )
 
 // maxLabel bounds a menu label, in characters: menus do not wrap.
@@ -52,13 +54,14 @@ func (it ItemView) Label() string {
 	return mark + it.Text()
 }
 
-// Text is the title on one line, cut to fit a menu.
+// Text is the title on one line, after the emoji of its tags, cut to fit
+// a menu.
 func (it ItemView) Text() string {
 	title := strings.Join(strings.Fields(it.Title), " ")
 	if title == "" {
-		return "(untitled)"
+		title = "(untitled)"
 	}
-	return clip(title)
+	return clip(EmojiPrefix(it.Tags) + title)
 }
 
 // lowerFirst is s with its first letter in lower case, to go on after
@@ -78,4 +81,54 @@ func clip(s string) string {
 	}
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:maxLabel-1])) + "…"
+}
+
+// EmojiPrefix is the emoji of the tags that are shortcodes
+// (perch.TagEmoji), to put before a title: "🚨⚠️ ", or "" for none.
+func EmojiPrefix(tags []string) string {
+	var b strings.Builder
+	for _, t := range tags {
+		if e, ok := perch.TagEmoji(t); ok {
+			b.WriteString(e)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return b.String() + " "
+}
+
+// TextTags are the tags that are not emoji shortcodes, shown as words.
+func TextTags(tags []string) []string {
+	var words []string
+	for _, t := range tags {
+		if _, ok := perch.TagEmoji(t); !ok && strings.TrimSpace(t) != "" {
+			words = append(words, strings.TrimSpace(t))
+		}
+	}
+	return words
+}
+
+// Label is an action's line in the menu, under its notification: what it
+// does and, for an http action run from here, what came of it.
+func (a ActionView) Label() string {
+	label := strings.Join(strings.Fields(a.Action.Label), " ")
+	if label == "" {
+		label = a.ID
+	}
+	const indent = "      "
+	o := a.Outcome
+	switch {
+	case a.Type == perch.ActionView:
+		return clip(indent + "↗ " + label)
+	case o.Running:
+		return clip(indent + "… " + label)
+	case o.Err != "":
+		return clip(indent + "✗ " + label + ": " + o.Err)
+	case o.Status != 0 && o.OK:
+		return clip(fmt.Sprintf("%s✓ %s: done (%d)", indent, label, o.Status))
+	case o.Status != 0:
+		return clip(fmt.Sprintf("%s✗ %s: failed (%d)", indent, label, o.Status))
+	}
+	return clip(indent + "▶ " + label)
 }

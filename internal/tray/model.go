@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,11 +49,35 @@ type Item struct {
 	ID        string
 	Tab       string
 	Title     string
-	Message   string
+	Message   string // plain text: a Markdown message is kept as PlainText
 	Severity  string
 	URL       string
 	CreatedAt time.Time
 	Read      bool
+	Priority  int // 1 (min) to 5 (urgent); derived from Severity when the server sent none
+	Tags      []string
+	Actions   []Action
+	// Outcomes are the answers of the http actions run from this tray, by
+	// action id.
+	Outcomes map[string]Outcome
+}
+
+// Action is a button of a notification: view opens URL, http asks the
+// server to run it (client.RunAction). What an http action sends stays on
+// the server.
+type Action struct {
+	ID    string
+	Type  string // perch.ActionView or perch.ActionHTTP
+	Label string
+	URL   string // view only
+}
+
+// Outcome is what running an http action came to, for the menu.
+type Outcome struct {
+	Running bool   // asked, not answered yet
+	Status  int    // the target's status, once answered
+	OK      bool   // the target answered 2xx
+	Err     string // why it could not be run (the server refused, no connection)
 }
 
 // Popup is a desktop notification the UI should raise: one notification
@@ -63,6 +88,8 @@ type Popup struct {
 	Body     string
 	Severity string
 	URL      string
+	Priority int      // the notification's, or the highest of a summary's
+	Actions  []Action // a notification's buttons
 }
 
 // Change is what a call changed.
@@ -79,7 +106,8 @@ type Model struct {
 	tabs    map[string][]*Item // by id, oldest first
 	forgot  forgotten          // ids evicted lately: a replay of one is still not new
 	paused  bool
-	host    string // the server as people name it: perch.example.com
+	snooze  time.Time // the user's snooze, as the server last said; zero: none
+	host    string    // the server as people name it: perch.example.com
 	status  Status
 	detail  string // why the status is what it is, for people
 	problem string // the error behind an Offline status, as it came
@@ -96,7 +124,10 @@ type replay struct {
 	first    []Popup // up to Limits.Popups+1
 	count    int
 	severity string
+	priority int
 	tabs     map[string]int
+	// urgent is the urgent part of it, which a pause does not hold back.
+	urgent *replay
 }
 
 // New returns an empty Model of the server at the URL server, in state
@@ -130,12 +161,19 @@ func Host(server string) string {
 	return server
 }
 
-// Add takes a notification from the subscription. A notification the model
-// already has is not counted again (one that arrives read marks the kept
-// copy read). A new unread notification raises a popup unless notifications
-// are paused; during a replay (between Connected and Ready) popups wait for
-// Ready.
-func (m *Model) Add(n *perch.Notification) Change {
+// Add takes a notification from the subscription: Receive of one the
+// server did not mark silent.
+func (m *Model) Add(n *perch.Notification) Change { return m.Receive(n, false) }
+
+// Receive takes a notification from the subscription, silent when its frame
+// said so (the user's preferences keep it from popping up: muted, snoozed,
+// quiet hours). A notification the model already has is not counted again
+// (one that arrives read marks the kept copy read). A new unread
+// notification raises a popup unless it is silent, its priority is min, or
+// notifications are paused (an urgent one breaks through the pause); during
+// a replay (between Connected and Ready) popups wait for Ready. A silent
+// notification is kept and counted like any other.
+func (m *Model) Receive(n *perch.Notification, silent bool) Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	changed, isNew := m.add(n)
@@ -145,7 +183,7 @@ func (m *Model) Add(n *perch.Notification) Change {
 	var ch Change
 	ch.Redraw = true
 	item := m.items[n.ID]
-	if item == nil || item.Read {
+	if item == nil || item.Read || silent || item.Priority <= perch.PriorityMin {
 		return ch
 	}
 	p := popupOf(item)
@@ -153,7 +191,7 @@ func (m *Model) Add(n *perch.Notification) Change {
 		m.pending.add(p, item.Tab, m.lim.Popups)
 		return ch
 	}
-	if !m.paused {
+	if !m.paused || item.Priority >= perch.PriorityUrgent {
 		ch.Popups = []Popup{p}
 	}
 	return ch
@@ -181,7 +219,19 @@ func (m *Model) add(n *perch.Notification) (changed, isNew bool) {
 	}
 	it := &Item{
 		ID: n.ID, Tab: tab, Title: n.Title, Message: n.Message, Severity: severityOf(n.Severity),
-		URL: n.URL, CreatedAt: n.CreatedAt, Read: n.Read,
+		URL: n.URL, CreatedAt: n.CreatedAt, Read: n.Read, Priority: n.Priority, Tags: slices.Clone(n.Tags),
+	}
+	if n.Markdown {
+		it.Message = PlainText(n.Message)
+	}
+	if it.Priority < perch.PriorityMin || it.Priority > perch.PriorityUrgent {
+		it.Priority = perch.DefaultPriority(it.Severity) // a server from before priorities
+	}
+	for _, a := range n.Actions {
+		if a.ID == "" || (a.Type != perch.ActionView && a.Type != perch.ActionHTTP) {
+			continue // a kind of action this tray does not know
+		}
+		it.Actions = append(it.Actions, Action{ID: a.ID, Type: a.Type, Label: a.Label, URL: a.URL})
 	}
 	m.items[it.ID] = it
 	list := m.tabs[tab]
@@ -331,7 +381,14 @@ func (m *Model) Ready(gap bool) Change {
 	m.replaying = false
 	p := m.pending
 	m.pending = replay{}
-	if m.paused || p.count == 0 {
+	if m.paused {
+		// An urgent notification breaks through the pause; the rest wait.
+		if p.urgent == nil {
+			return ch
+		}
+		p = *p.urgent
+	}
+	if p.count == 0 {
 		return ch
 	}
 	if p.count <= m.lim.Popups {
@@ -395,7 +452,7 @@ func (m *Model) SignOut(reason string) Change {
 	m.items = map[string]*Item{}
 	m.tabs = map[string][]*Item{}
 	m.forgot = forgotten{max: m.forgot.max}
-	m.gap, m.replaying, m.pending, m.problem = false, false, replay{}, ""
+	m.gap, m.replaying, m.pending, m.problem, m.snooze = false, false, replay{}, "", time.Time{}
 	m.setStatus(SignedOut, reason)
 	return Change{Redraw: true}
 }
@@ -420,6 +477,7 @@ type View struct {
 	Unread   int    // unread notifications kept
 	Severity string // the highest unread severity; "" when all are read
 	Paused   bool
+	Snoozed  time.Time // until when the user's notifications are snoozed; zero: not
 	Status   Status
 	Detail   string // about Status, for people: why offline or signed out
 	Problem  string // the error behind Offline, as it came: for a log, not the menu
@@ -442,6 +500,16 @@ type ItemView struct {
 	Severity string
 	URL      string
 	Read     bool
+	Priority int
+	Tags     []string
+	Actions  []ActionView
+}
+
+// ActionView is one of a notification's buttons in the menu, with what
+// running it came to.
+type ActionView struct {
+	Action
+	Outcome Outcome
 }
 
 // IconState is what the tray icon shows.
@@ -479,6 +547,9 @@ func (v View) Tooltip() string {
 	if v.Paused {
 		b.WriteString(" · notifications paused")
 	}
+	if !v.Snoozed.IsZero() {
+		b.WriteString(" · snoozed until " + v.Snoozed.Local().Format("Mon 15:04"))
+	}
 	return b.String()
 }
 
@@ -487,6 +558,9 @@ func (m *Model) View() View {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v := View{Paused: m.paused, Status: m.status, Detail: m.detail, Problem: m.problem, Gap: m.gap}
+	if m.snooze.After(time.Now()) {
+		v.Snoozed = m.snooze
+	}
 	tabs := make([]TabView, 0, len(m.tabs))
 	newest := map[string]string{}
 	for name, list := range m.tabs {
@@ -498,7 +572,7 @@ func (m *Model) View() View {
 				t.Severity = higher(t.Severity, it.Severity)
 			}
 			if len(t.Items) < m.lim.MenuItems {
-				t.Items = append(t.Items, ItemView{ID: it.ID, Title: it.Title, Severity: it.Severity, URL: it.URL, Read: it.Read})
+				t.Items = append(t.Items, it.view())
 			}
 		}
 		v.Unread += t.Unread
@@ -527,7 +601,61 @@ func (m *Model) Item(id string) (Item, bool) {
 	if it == nil {
 		return Item{}, false
 	}
-	return *it, true
+	c := *it
+	c.Outcomes = maps.Clone(it.Outcomes)
+	return c, true
+}
+
+// view is the item as the menu shows it.
+func (it *Item) view() ItemView {
+	v := ItemView{ID: it.ID, Title: it.Title, Severity: it.Severity, URL: it.URL, Read: it.Read, Priority: it.Priority, Tags: it.Tags}
+	for _, a := range it.Actions {
+		v.Actions = append(v.Actions, ActionView{Action: a, Outcome: it.Outcomes[a.ID]})
+	}
+	return v
+}
+
+// Action returns the action actionID of the kept notification id.
+func (m *Model) Action(id, actionID string) (Action, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if it := m.items[id]; it != nil {
+		for _, a := range it.Actions {
+			if a.ID == actionID {
+				return a, true
+			}
+		}
+	}
+	return Action{}, false
+}
+
+// SetOutcome records what running an http action came to (Running while
+// it runs), and reports whether the notification is still kept.
+func (m *Model) SetOutcome(id, actionID string, o Outcome) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it := m.items[id]
+	if it == nil {
+		return false
+	}
+	if it.Outcomes == nil {
+		it.Outcomes = map[string]Outcome{}
+	}
+	it.Outcomes[actionID] = o
+	return true
+}
+
+// SetSnooze records the user's snooze as the server said it (zero: none,
+// or over), and reports whether that changed the View. The server, not the
+// tray, keeps snoozed notifications quiet: their frames come silent.
+func (m *Model) SetSnooze(until time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if until.Equal(m.snooze) {
+		return false
+	}
+	m.snooze = until
+	return true
 }
 
 func popupOf(it *Item) Popup {
@@ -535,11 +663,28 @@ func popupOf(it *Item) Popup {
 	if msg := strings.TrimSpace(it.Message); msg != "" {
 		body = msg + "\n" + it.Tab
 	}
-	return Popup{ID: it.ID, Summary: it.Title, Body: body, Severity: it.Severity, URL: it.URL}
+	if words := TextTags(it.Tags); len(words) > 0 {
+		body += " · " + strings.Join(words, ", ")
+	}
+	return Popup{
+		ID: it.ID, Summary: EmojiPrefix(it.Tags) + it.Title, Body: body, Severity: it.Severity, URL: it.URL,
+		Priority: it.Priority, Actions: it.Actions,
+	}
 }
 
 func (r *replay) add(p Popup, tab string, keep int) {
+	if p.Priority >= perch.PriorityUrgent {
+		if r.urgent == nil {
+			r.urgent = &replay{}
+		}
+		r.urgent.gather(p, tab, keep)
+	}
+	r.gather(p, tab, keep)
+}
+
+func (r *replay) gather(p Popup, tab string, keep int) {
 	r.count++
+	r.priority = max(r.priority, p.Priority)
 	r.severity = higher(r.severity, p.Severity)
 	if r.tabs == nil {
 		r.tabs = map[string]int{}
@@ -566,6 +711,7 @@ func (r *replay) summary() Popup {
 		Summary:  fmt.Sprintf("%d new notifications", r.count),
 		Body:     strings.Join(parts, " · "),
 		Severity: r.severity,
+		Priority: r.priority,
 	}
 }
 

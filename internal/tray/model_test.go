@@ -228,7 +228,8 @@ func TestBounds(t *testing.T) {
 func TestPopups(t *testing.T) {
 	t.Parallel()
 	single := func(id, tab, severity string) Popup {
-		return Popup{ID: id, Summary: "title " + id, Body: "message " + id + "\n" + tab, Severity: severity, URL: "https://example.com/" + id}
+		return Popup{ID: id, Summary: "title " + id, Body: "message " + id + "\n" + tab, Severity: severity, URL: "https://example.com/" + id,
+			Priority: perch.DefaultPriority(severity)}
 	}
 	tests := []struct {
 		name  string
@@ -249,7 +250,7 @@ func TestPopups(t *testing.T) {
 		{"a long replay raises one summary", []step{connects,
 			arrives("1", "Code", "info"), arrives("2", "Incidents", "warning"), arrives("3", "Code", "info"),
 			arrivesRead("4", "Code", "error"), arrives("5", "Incidents", "warning"), arrives("6", "Code", "info"), replayDone},
-			[]Popup{{Summary: "5 new notifications", Body: "Code 3 · Incidents 2", Severity: "warning"}}},
+			[]Popup{{Summary: "5 new notifications", Body: "Code 3 · Incidents 2", Severity: "warning", Priority: perch.PriorityDefault}}},
 		{"a paused replay raises none", []step{connects, pause, arrives("1", "Code", "info"), replayDone}, nil},
 		{"read elsewhere before the replay ends", []step{connects, arrives("1", "Code", "info"), arrives("2", "Code", "info"), otherClientReads("1"), replayDone},
 			[]Popup{single("2", "Code", "info")}},
@@ -257,7 +258,7 @@ func TestPopups(t *testing.T) {
 			[]Popup{single("1", "Code", "info"), single("2", "Code", "info")}},
 		{"a message-less notification's body is its tab", []step{func(m *Model) Change {
 			return m.Add(&perch.Notification{ID: "1", Tab: "Code", Title: "Push", Severity: "info"})
-		}}, []Popup{{ID: "1", Summary: "Push", Body: "Code", Severity: "info"}}},
+		}}, []Popup{{ID: "1", Summary: "Push", Body: "Code", Severity: "info", Priority: perch.PriorityDefault}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

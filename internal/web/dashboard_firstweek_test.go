@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io/fs"
 	"net/url"
@@ -95,6 +96,17 @@ func TestDashboardTryItWorksForEverySender(t *testing.T) {
 		res := b.get("/api/v1/notifications")
 		if err := json.Unmarshal([]byte(res.Body), &feed.Body); err != nil || len(feed.List()) != 4 {
 			t.Fatalf("signed %v: want 4 notifications, got %s", signed, res.Body)
+		}
+		// Inbound's example shows the rich notification's fields.
+		for _, n := range feed.List() {
+			if n["source"] != perch.SenderInbound {
+				continue
+			}
+			acts, _ := n["actions"].([]any)
+			if n["priority"] != float64(perch.PriorityHigh) || n["markdown"] != true || fmt.Sprint(n["tags"]) != "[tada test]" || len(acts) != 1 ||
+				acts[0].(map[string]any)["url"] != "http://perch.test/notifications" {
+				t.Errorf("inbound's example made %v", n)
+			}
 		}
 	}
 }

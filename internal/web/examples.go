@@ -22,8 +22,13 @@ type example struct {
 // examples are the smallest deliveries each parser (internal/senders) makes
 // a notification of. None carries a delivery id, so trying twice shows two.
 var examples = map[string]example{
+	// Inbound shows what a notification may carry besides its text: a
+	// priority, tags (shortcodes show as emoji), Markdown and an action.
+	// BASE_URL becomes the server's address.
 	perch.SenderInbound: {
-		Body: `{"title": "Hello from Perch", "message": "It works.", "severity": "info", "tab": "Test"}`,
+		Body: `{"title": "Hello from Perch", "message": "It **works**: tags, priority, Markdown and a button.", ` +
+			`"markdown": true, "severity": "info", "priority": "high", "tags": ["tada", "test"], "tab": "Test", ` +
+			`"actions": [{"type": "view", "label": "Open the feed", "url": "BASE_URL/notifications"}]}`,
 	},
 	perch.SenderIncidents: {
 		Body: `{"event": {"event_type": "incident.triggered", "data": {"number": 1, "title": "Hello from Perch", ` +
@@ -48,6 +53,9 @@ func tryIt(sender, url string, signed bool) string {
 	ex, ok := examples[sender]
 	if !ok {
 		return ""
+	}
+	if base, _, ok := strings.Cut(url, "/webhooks/"); ok {
+		ex.Body = strings.ReplaceAll(ex.Body, "BASE_URL", base)
 	}
 	var b strings.Builder
 	signed = signed && ex.Signature != ""

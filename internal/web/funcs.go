@@ -110,10 +110,21 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
+	// snoozeState is what the snooze control (layout.html) shows: the
+	// snooze while it lasts (nil: none), and the page to come back to.
+	"snoozeState": func(until *time.Time, next string) snoozeControl { return snoozeControl{Until: until, Next: next} },
+	// tagEmoji is perch.TagEmoji's table, for the feed's script.
+	"tagEmoji": perch.TagEmojis,
 	"price": func(p float64) string {
 		if p == 0 {
 			return "Free"
 		}
 		return "$" + strings.TrimSuffix(strconv.FormatFloat(p, 'f', 2, 64), ".00")
 	},
+}
+
+// snoozeControl is the snooze control's data.
+type snoozeControl struct {
+	Until *time.Time
+	Next  string
 }

@@ -35,6 +35,11 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /device", d.Private(d.DevicePage))
 	m.Handle("POST /device", d.Private(d.AnswerDevice))
 	m.Handle("GET /notifications", d.Private(d.Notifications))
+	// What the feed's script asks for (pages_feed.go): Markdown rendered
+	// here, and http actions run through the API.
+	m.Handle("GET /feed/history", d.Script(d.FeedHistory))
+	m.Handle("GET /feed/notifications/{id}/body", d.Script(d.NotificationBody))
+	m.Handle("POST /feed/notifications/{id}/actions/{action}", d.Script(d.RunAction))
 	m.Handle("GET /webhook-tokens", d.Private(d.WebhookTokens))
 	m.Handle("POST /webhook-tokens", d.Private(d.CreateWebhookToken))
 	m.Handle("POST /webhook-tokens/{id}/delete", d.Private(d.DeleteWebhookToken))
@@ -63,6 +68,12 @@ func (d *Dashboard) routes() {
 	m.Handle("POST /profile/password", d.Private(d.ChangePassword))
 	m.Handle("POST /profile/newsletter", d.Private(d.SetNewsletter))
 	m.Handle("POST /profile/identities/{provider}/remove", d.Private(d.RemoveIdentity))
+	// Preferences (pages_preferences.go): what pops up on every client.
+	m.Handle("GET /preferences", d.Private(d.Preferences))
+	m.Handle("POST /preferences", d.Private(d.SavePreferences))
+	m.Handle("POST /preferences/mutes", d.Private(d.AddMute))
+	m.Handle("POST /preferences/mutes/{i}/remove", d.Private(d.RemoveMute))
+	m.Handle("POST /preferences/snooze", d.Private(d.Snooze))
 	m.Handle("GET /newsletter/unsubscribe", d.Public(d.UnsubscribePage))
 	m.Handle("POST /newsletter/unsubscribe", d.Public(d.Unsubscribe))
 	m.Handle("GET /plans", http.RedirectHandler("/org/billing", http.StatusMovedPermanently))

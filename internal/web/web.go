@@ -127,7 +127,9 @@ func New(o Options) *Dashboard {
 		}
 		connect += " " + ws + u.Host
 	}
-	d.csp = "default-src 'self'; img-src 'self' data:; connect-src " + connect + "; frame-ancestors 'none'; form-action 'self' http://127.0.0.1:*"
+	// Notifications' icons are https images of their senders' (DESIGN.md,
+	// "The rich notification in the dashboard and the tray").
+	d.csp = "default-src 'self'; img-src 'self' data: https:; connect-src " + connect + "; frame-ancestors 'none'; form-action 'self' http://127.0.0.1:*"
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	names, _ := fs.Glob(templateFiles, "templates/*.html")
 	for _, name := range names {

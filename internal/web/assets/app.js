@@ -1,6 +1,9 @@
 // Perch dashboard: copy buttons, confirmations and the live notification
 // feed. Plain JavaScript, no build step. Everything the server sends is put
-// on the page as text, never as HTML.
+// on the page as text, never as HTML, with one exception: a Markdown
+// message, which the dashboard's own routes render and sanitise on the
+// server (/feed/history, /feed/notifications/{id}/body) and this script
+// puts on the page as they made it.
 "use strict";
 
 document.addEventListener("click", (e) => {
@@ -136,6 +139,24 @@ function metaLine(n, teams) {
   return parts;
 }
 
+// tagEmoji is the server's table of tag shortcodes (perch.TagEmoji), from
+// the page: a tag that is one shows as its emoji before the title, the
+// others as chips.
+const tagEmoji = (() => {
+  const el = document.getElementById("tag-emoji");
+  try { return el ? JSON.parse(el.textContent) : {}; } catch { return {}; }
+})();
+
+function emojiOf(tag) {
+  let t = String(tag).trim().toLowerCase();
+  if (t.length > 2 && t.startsWith(":") && t.endsWith(":")) t = t.slice(1, -1);
+  return Object.hasOwn(tagEmoji, t) ? tagEmoji[t] : "";
+}
+
+// priorityNames are the priorities 1–5 in words; the feed badges high and
+// urgent, and mutes min and low.
+const priorityNames = ["", "min", "low", "default", "high", "urgent"];
+
 function feed(root) {
   const list = root.querySelector("ol.feed");
   const tabsEl = root.querySelector(".tabs");
@@ -143,6 +164,8 @@ function feed(root) {
   const empty = root.querySelector(".empty");
   const markAll = root.querySelector("[data-mark-all]");
   const items = new Map(); // id → notification
+  const bodies = new Map(); // id → a Markdown message as the server rendered it
+  const outcomes = new Map(); // "id/action" → what running an http action came to
   const expanded = new Set(); // ids whose whole message is shown
   const teams = new Map(); // team id → name
   let tab = "All", lastId = "", retry = 0;
@@ -151,8 +174,40 @@ function feed(root) {
   const setStatus = (state, text) => { status.dataset.state = state; status.textContent = text; };
 
   function add(n) {
+    if (n.html !== undefined) { bodies.set(n.id, n.html); delete n.html; }
     items.set(n.id, n);
     if (!lastId || num(n.id) > num(lastId)) lastId = n.id;
+    if (n.markdown && !bodies.has(n.id)) fetchBody(n.id);
+  }
+
+  // fetchBody asks the server for a Markdown message as HTML (a live
+  // notification's: the history's come rendered); meanwhile it shows as
+  // its text.
+  async function fetchBody(id) {
+    bodies.set(id, null);
+    const get = () => fetch(`/feed/notifications/${encodeURIComponent(id)}/body`, { credentials: "same-origin" });
+    try {
+      let res = await get();
+      if (res.status === 401 && await renew()) res = await get();
+      if (!res.ok) { bodies.delete(id); return; }
+      bodies.set(id, await res.text());
+      render();
+    } catch { bodies.delete(id); }
+  }
+
+  // runAction runs an http action through the dashboard and shows what the
+  // target answered.
+  async function runAction(n, a) {
+    const key = n.id + "/" + a.id;
+    outcomes.set(key, { running: true });
+    render();
+    try {
+      const res = await api("POST", `/feed/notifications/${encodeURIComponent(n.id)}/actions/${encodeURIComponent(a.id)}`);
+      outcomes.set(key, res ? { status: res.status, ok: res.ok } : { error: "not run" });
+    } catch (e) {
+      outcomes.set(key, { error: e.message });
+    }
+    render();
   }
 
   function render() {
@@ -180,14 +235,38 @@ function feed(root) {
 
   function item(n) {
     const li = document.createElement("li");
-    li.className = `${n.severity}${n.read ? " read" : ""}`;
+    const priority = priorityNames[n.priority] || "default";
+    li.className = `${n.severity}${n.read ? " read" : ""} priority-${priority}`;
     li.dataset.id = n.id;
     const sev = document.createElement("span"); sev.className = "sev"; sev.setAttribute("aria-hidden", "true");
     const body = document.createElement("div"); body.className = "body";
-    const title = document.createElement("div"); title.className = "title"; title.textContent = n.title;
-    body.append(title);
+    const head = document.createElement("div"); head.className = "head";
+    if (n.icon && /^https:\/\//.test(n.icon)) {
+      const icon = document.createElement("img");
+      icon.className = "icon"; icon.src = n.icon; icon.alt = ""; icon.width = 32; icon.height = 32;
+      icon.referrerPolicy = "no-referrer"; icon.loading = "lazy"; icon.decoding = "async";
+      icon.onerror = () => icon.remove();
+      head.append(icon);
+    }
+    const title = document.createElement("div"); title.className = "title";
+    const tags = n.tags || [];
+    const emoji = tags.map(emojiOf).join("");
+    if (emoji) {
+      const e = document.createElement("span"); e.className = "emoji"; e.textContent = emoji + " ";
+      e.setAttribute("aria-hidden", "true");
+      title.append(e);
+    }
+    title.append(n.title);
+    head.append(title);
+    if (priority === "high" || priority === "urgent") {
+      const p = document.createElement("span"); p.className = "badge priority " + priority; p.textContent = priority === "urgent" ? "Urgent" : "High";
+      head.append(p);
+    }
+    body.append(head);
     if (n.message) {
-      const m = document.createElement("div"); m.className = "msg"; m.textContent = n.message;
+      const m = document.createElement("div"); m.className = "msg";
+      const html = n.markdown ? bodies.get(n.id) : null;
+      if (html) { m.classList.add("md"); m.innerHTML = html; } else m.textContent = n.message;
       m.id = "msg-" + n.id;
       if (!expanded.has(n.id)) m.classList.add("clamped");
       const more = document.createElement("button");
@@ -209,8 +288,42 @@ function feed(root) {
       const s = document.createElement("span"); if (cls) s.className = cls; s.textContent = text;
       meta.append(s);
     }
+    if (priority === "min" || priority === "low") {
+      const s = document.createElement("span"); s.className = "prio"; s.textContent = priority + " priority";
+      meta.append(s);
+    }
     meta.append(timeElement(n.created_at));
+    const chips = tags.filter((t) => !emojiOf(t));
+    if (chips.length) {
+      const c = document.createElement("span"); c.className = "chips";
+      for (const t of chips) { const chip = document.createElement("span"); chip.className = "chip"; chip.textContent = t; c.append(chip); }
+      meta.append(c);
+    }
     body.append(meta);
+    const acts = (n.actions || []).filter((a) => a.type === "http" || (a.type === "view" && /^https?:\/\//.test(a.url || "")));
+    if (acts.length) {
+      const row = document.createElement("div"); row.className = "rich-actions";
+      for (const a of acts) {
+        if (a.type === "view") {
+          const l = document.createElement("a"); l.href = a.url; l.textContent = a.label; l.target = "_blank"; l.rel = "noopener noreferrer";
+          l.className = "button small secondary"; l.title = a.url; l.dataset.action = a.id;
+          row.append(l);
+          continue;
+        }
+        const o = outcomes.get(n.id + "/" + a.id);
+        const b = document.createElement("button"); b.type = "button"; b.className = "small"; b.textContent = a.label;
+        b.dataset.action = a.id; b.disabled = Boolean(o?.running);
+        b.onclick = () => runAction(n, a);
+        row.append(b);
+        if (o && !o.running) {
+          const s = document.createElement("span"); s.setAttribute("role", "status");
+          s.className = "outcome " + (o.ok ? "ok" : "failed");
+          s.textContent = o.error ? `${a.label}: ${o.error}` : o.ok ? `Done (${o.status})` : `Failed (${o.status})`;
+          row.append(s);
+        }
+      }
+      body.append(row);
+    }
     const side = document.createElement("div"); side.className = "side actions";
     if (n.url && /^https?:\/\//.test(n.url)) {
       const a = document.createElement("a"); a.href = n.url; a.textContent = "Open"; a.target = "_blank"; a.rel = "noopener noreferrer";
@@ -276,7 +389,7 @@ function feed(root) {
     setStatus("connecting", "Connecting…");
     try {
       const [history, orgTeams] = await Promise.all([
-        api("GET", "/api/v1/notifications?limit=100"),
+        api("GET", "/feed/history?limit=100"), // the API's history, Markdown rendered
         api("GET", "/api/v1/org/teams").catch(() => []), // without names, teams read "a team"
       ]);
       for (const t of orgTeams || []) teams.set(t.id, t.name);
@@ -320,6 +433,20 @@ for (const row of document.querySelectorAll("[data-add-step]")) {
     box.value = JSON.stringify(steps, null, 2);
     status.textContent = "Added: " + choice.selectedOptions[0].textContent + ".";
   });
+}
+
+// Time zones: a snooze until tomorrow morning is in the browser's, and the
+// quiet hours' select lists every zone the browser knows, on the browser's
+// when none is saved (without the script: the saved zone, or UTC).
+const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+for (const el of document.querySelectorAll("input[data-browser-tz]")) el.value = browserZone;
+for (const sel of document.querySelectorAll("select[data-time-zones]")) {
+  const saved = sel.value;
+  const zones = (Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : []).filter((z) => z !== saved);
+  const chosen = "browserDefault" in sel.dataset ? browserZone : saved;
+  const all = [...new Set([saved, "UTC", ...zones])].sort();
+  sel.replaceChildren(...all.map((z) => { const o = document.createElement("option"); o.value = z; o.textContent = z; return o; }));
+  sel.value = all.includes(chosen) ? chosen : saved;
 }
 
 // The API tokens form: the expiry date counts only with "On a date…", so
