@@ -327,7 +327,7 @@ func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) 
 		a.mu.Unlock()
 		a.apply(a.model.Connected())
 	case client.EventNotification:
-		a.apply(a.model.Add(e.Notification))
+		a.apply(a.model.Receive(e.Notification, e.Silent))
 		if err := a.store.SetLastID(a.server, trayConsumer, e.Notification.ID); err != nil && err.Error() != a.lastErr {
 			a.lastErr = err.Error() // Listen calls handle from one goroutine
 			a.log.Printf("remembering where to resume: %v", err)
