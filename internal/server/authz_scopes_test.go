@@ -95,7 +95,7 @@ var routeScopes = map[string]perch.TokenScope{
 	"GET /api/v1/notifications":                                   perch.ScopeRead,
 	"POST /api/v1/notifications/read":                             perch.ScopeRead, // read state is part of reading
 	"GET /ws":                                                     perch.ScopeRead,
-	"POST /api/v1/notifications/{id}/actions/{action_id}":         perch.ScopeSend, // the one route of the send scope
+	"POST /api/v1/notifications/{id}/actions/{action_id}":         perch.ScopeSend, // send, as is cancelling what one scheduled
 	"GET /api/v1/org/integrations/pagerduty":                      perch.ScopeRead,
 	"PUT /api/v1/org/integrations/pagerduty":                      perch.ScopeManage,
 	"DELETE /api/v1/org/integrations/pagerduty":                   perch.ScopeManage,

@@ -117,8 +117,8 @@ func (s *Server) routes() {
 	m.Handle("POST /webhooks/datadog", s.receiver(perch.SenderMonitoring, senders.Datadog))
 	m.Handle("GET /api/v1/notifications", s.allowed(perch.ReadNotifications, s.listNotifications))
 	m.Handle("POST /api/v1/notifications/read", s.allowed(perch.ReadNotifications, s.markRead))
-	// Running a notification's action (notification_actions.go): the one
-	// route of the send scope, limited per user on top of the allowance.
+	// Running a notification's action (notification_actions.go): scope
+	// send, limited per user on top of the allowance.
 	m.Handle("POST /api/v1/notifications/{id}/actions/{action_id}", s.allowed(perch.RunNotificationActions, s.runAction))
 	m.Handle("GET /api/v1/notifications/scheduled", s.allowed(perch.ReadNotifications, s.listScheduled))
 	m.Handle("DELETE /api/v1/notifications/scheduled/{id}", s.allowed(perch.CancelScheduled, s.cancelScheduled))
