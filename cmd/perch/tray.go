@@ -334,6 +334,9 @@ func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) 
 		}
 	case client.EventReady:
 		a.apply(a.model.Ready(e.Gap))
+		if e.Preferences != nil {
+			a.setSnooze(e.Preferences.SnoozeUntil)
+		}
 		// The replay brings what is new; the menu also wants what came
 		// before, and the read state of it, which may have changed while
 		// the tray was away. What is stored after the ready (e.LastID) may
@@ -346,6 +349,10 @@ func (a *trayApp) handle(ctx context.Context, c *client.Client, e client.Event) 
 			}
 			a.apply(a.model.Merge(page, upTo))
 		})
+	case client.EventPreferences:
+		// Snoozed or woken on another client (or here: the answer to the
+		// PUT says the same).
+		a.setSnooze(e.Preferences.SnoozeUntil)
 	case client.EventRead:
 		if a.model.ApplyRead(e.ReadIDs) {
 			a.changed()

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/perch-dev/perch"
@@ -40,8 +38,7 @@ func (a *trayApp) runAction(id, actionID string) {
 	a.spawn(a.ctx, func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		var res perch.ActionResult
-		err := c.Call(ctx, http.MethodPost, "/api/v1/notifications/"+url.PathEscape(id)+"/actions/"+url.PathEscape(actionID), nil, &res)
+		res, err := c.RunAction(ctx, id, actionID)
 		o := trayui.Outcome{Status: res.Status, OK: res.OK}
 		if err != nil {
 			o = trayui.Outcome{Err: perch.ErrorMessage(err)}
@@ -92,22 +89,18 @@ func (a *trayApp) snooze(until time.Time) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		// The other preferences go back as they are: PUT replaces them all.
-		var prefs map[string]any
-		if err := c.Call(ctx, http.MethodGet, "/api/v1/users/me/preferences", nil, &prefs); err != nil {
+		prefs, err := c.Preferences(ctx)
+		if err != nil {
 			a.log.Printf("reading the preferences to snooze: %s", message(err))
 			return
 		}
-		if prefs == nil {
-			prefs = map[string]any{}
-		}
-		prefs["snooze_until"] = nil
+		prefs.SnoozeUntil = nil
 		if !until.IsZero() {
-			prefs["snooze_until"] = until.UTC().Format(time.RFC3339)
+			u := until.UTC().Truncate(time.Second)
+			prefs.SnoozeUntil = &u
 		}
-		var saved struct {
-			SnoozeUntil *time.Time `json:"snooze_until"`
-		}
-		if err := c.Call(ctx, http.MethodPut, "/api/v1/users/me/preferences", prefs, &saved); err != nil {
+		saved, err := c.SetPreferences(ctx, prefs)
+		if err != nil {
 			a.log.Printf("snoozing: %s", message(err))
 			return
 		}
