@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
@@ -18,6 +19,9 @@ type notificationsData struct {
 	// AdminNeeded says that no account is a platform admin: the page says
 	// where the setup link is.
 	AdminNeeded bool
+	// Snoozed is the user's snooze while it lasts (nil: none), for the
+	// snooze control beside the feed.
+	Snoozed *time.Time
 }
 
 // Notifications is the live feed; the page's script loads the history and
@@ -27,7 +31,11 @@ func (d *Dashboard) Notifications(w http.ResponseWriter, r *http.Request, c *cal
 	if err != nil {
 		return err
 	}
-	return c.page("notifications", view{Title: "Notifications", Nav: "notifications", Data: notificationsData{AdminNeeded: needed}})
+	p, err := c.preferences()
+	if err != nil {
+		return err
+	}
+	return c.page("notifications", view{Title: "Notifications", Nav: "notifications", Data: notificationsData{AdminNeeded: needed, Snoozed: c.snoozed(p)}})
 }
 
 // webhooksData is what the Webhooks page shows.
