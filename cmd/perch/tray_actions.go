@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/perch-dev/perch"
@@ -88,19 +89,22 @@ func (a *trayApp) snooze(until time.Time) {
 	a.spawn(a.ctx, func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		// The other preferences go back as they are: PUT replaces them all.
-		prefs, err := c.Preferences(ctx)
-		if err != nil {
+		// The other preferences go back as they are, as a map: PUT replaces
+		// them all, and fields this tray does not know must survive.
+		var prefs map[string]any
+		if err := c.Call(ctx, http.MethodGet, "/api/v1/users/me/preferences", nil, &prefs); err != nil {
 			a.log.Printf("reading the preferences to snooze: %s", message(err))
 			return
 		}
-		prefs.SnoozeUntil = nil
-		if !until.IsZero() {
-			u := until.UTC().Truncate(time.Second)
-			prefs.SnoozeUntil = &u
+		if prefs == nil {
+			prefs = map[string]any{}
 		}
-		saved, err := c.SetPreferences(ctx, prefs)
-		if err != nil {
+		prefs["snooze_until"] = nil
+		if !until.IsZero() {
+			prefs["snooze_until"] = until.UTC().Format(time.RFC3339)
+		}
+		var saved perch.Preferences
+		if err := c.Call(ctx, http.MethodPut, "/api/v1/users/me/preferences", prefs, &saved); err != nil {
 			a.log.Printf("snoozing: %s", message(err))
 			return
 		}
