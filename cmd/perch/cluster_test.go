@@ -284,7 +284,7 @@ func TestClusterOfThreeInstances(t *testing.T) {
 // from 8 senders; each iteration is that whole load. A benchmark, not a
 // test, so that go test never runs it (or skips it): run it by hand, with
 // PostgreSQL and Redis set, as
-// go test -run XXX -bench ClusterFanoutThroughput -benchtime 1x ./cmd/perch
+// go test -run '^$' -bench ClusterFanoutThroughput -benchtime 1x ./cmd/perch
 func BenchmarkClusterFanoutThroughput(b *testing.B) {
 	if os.Getenv("PERCH_TEST_REDIS_URL") == "" {
 		b.Skip("set PERCH_TEST_REDIS_URL and PERCH_TEST_POSTGRES_URL to run it")

@@ -27,11 +27,7 @@ func TestPreferencesInTheBrowser(t *testing.T) {
 	b := newChrome(t, base)
 	const email = "ada@example.com"
 	b.signUp("Ada Lovelace", email, goodPassword)
-	token := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": goodPassword}), 200).Data()["access_token"].(string)
-	prefs := func() map[string]any {
-		t.Helper()
-		return expect(t, a.call("GET", "/api/v1/users/me/preferences", token, nil), 200).Data()
-	}
+	prefs := preferencesOf(t, a, email)
 	b.open("/preferences", "#snooze")
 	b.checkPage("preferences")
 
@@ -111,7 +107,7 @@ func TestSnoozeBesideTheFeed(t *testing.T) {
 	b := newChrome(t, base)
 	const email = "grace@example.com"
 	b.signUp("Grace Hopper", email, goodPassword)
-	token := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": goodPassword}), 200).Data()["access_token"].(string)
+	prefs := preferencesOf(t, a, email)
 	b.do("snooze until tomorrow", chromedp.Click(chromedp.CSS(`#feed #snooze form:has(input[value="morning"]) button`)),
 		waitVisible(`#feed #snooze form:has(input[value="off"]) button`))
 	if got, want := b.location(), base+"/notifications"; got != want {
@@ -120,9 +116,20 @@ func TestSnoozeBesideTheFeed(t *testing.T) {
 	if got := b.text("#feed #snooze span"); !strings.HasPrefix(got, "Snoozed until ") {
 		t.Errorf("the control says %q", got)
 	}
-	if p := expect(t, a.call("GET", "/api/v1/users/me/preferences", token, nil), 200).Data(); p["snooze_until"] == nil {
+	if p := prefs(); p["snooze_until"] == nil {
 		t.Error("no snooze on the server")
 	}
 	b.waitLive()
 	checkConsole(t, b)
+}
+
+// preferencesOf signs in as the account email (with goodPassword) and
+// returns a reader of its preferences, as the API answers them.
+func preferencesOf(t *testing.T, a *site, email string) func() map[string]any {
+	t.Helper()
+	token := expect(t, a.call("POST", "/api/v1/auth/login", "", map[string]string{"email": email, "password": goodPassword}), 200).Data()["access_token"].(string)
+	return func() map[string]any {
+		t.Helper()
+		return expect(t, a.call("GET", "/api/v1/users/me/preferences", token, nil), 200).Data()
+	}
 }
