@@ -5,18 +5,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/perch-dev/perch"
+	"github.com/perch-dev/perch/client"
 )
 
 // act runs one of a notification's actions as the signed-in user: the
 // server makes an http action's request (or calls PagerDuty for a native
 // one) and answers what the target answered, which act prints; an answer
-// that is not 2xx also makes act fail. A view action is the client's to
-// open: the server's refusal (409) says so.
+// that is not 2xx also makes act fail. The action is named by its id (a1,
+// acknowledge) or by its label, in any case, as perch listen shows them. A
+// view action has nothing for the server to run: act prints its link.
 func (c *cli) act(ctx context.Context, args []string) error {
-	fs := c.flags("act", "perch act [--server URL] NOTIFICATION_ID ACTION_ID")
+	fs := c.flags("act", "perch act [--server URL] NOTIFICATION_ID ACTION")
 	serverFlag := fs.String("server", "", "server of the notification (default: PERCH_SERVER, then the default sign-in)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return errHelp
@@ -24,7 +27,7 @@ func (c *cli) act(ctx context.Context, args []string) error {
 		return errUsage
 	}
 	if fs.NArg() != 2 || strings.TrimSpace(fs.Arg(0)) == "" || strings.TrimSpace(fs.Arg(1)) == "" {
-		fmt.Fprintln(fs.Output(), "want a notification id and an action id (perch listen --json shows both)")
+		fmt.Fprintln(fs.Output(), "want a notification id and an action's id or label (perch listen shows both)")
 		fs.Usage()
 		return errUsage
 	}
@@ -37,7 +40,18 @@ func (c *cli) act(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := st.Client(si, c.clientOpts...).RunAction(ctx, id, actionID)
+	cl := st.Client(si, c.clientOpts...)
+	res, err := cl.RunAction(ctx, id, actionID)
+	if code := perch.ErrorCode(err); code == perch.ENOTFOUND || code == perch.ECONFLICT {
+		// Not an id of its actions (a label, perhaps), or a view action.
+		if a, ok := findAction(ctx, cl, id, actionID); ok {
+			if a.Type == perch.ActionView {
+				fmt.Fprintf(c.stdout, "%s opens %s\n", a.Label, a.URL)
+				return nil
+			}
+			res, err = cl.RunAction(ctx, id, a.ID)
+		}
+	}
 	switch perch.ErrorCode(err) {
 	case "":
 	case perch.EUNAUTHORIZED:
@@ -54,4 +68,24 @@ func (c *cli) act(ctx context.Context, args []string) error {
 		return fmt.Errorf("the action's target answered %d", res.Status)
 	}
 	return nil
+}
+
+// findAction looks up notification id's action named name, by its id or its
+// label (in any case); ok is false when the user sees no such notification
+// or it has no such action.
+func findAction(ctx context.Context, cl *client.Client, id, name string) (perch.NotificationAction, bool) {
+	num, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || num < 1 {
+		return perch.NotificationAction{}, false
+	}
+	page, err := cl.Notifications(ctx, strconv.FormatInt(num-1, 10), 1)
+	if err != nil || len(page) == 0 || page[0].ID != id {
+		return perch.NotificationAction{}, false
+	}
+	for _, a := range page[0].Actions {
+		if a.ID == name || strings.EqualFold(strings.TrimSpace(a.Label), strings.TrimSpace(name)) {
+			return a, true
+		}
+	}
+	return perch.NotificationAction{}, false
 }

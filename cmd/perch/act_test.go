@@ -13,8 +13,9 @@ import (
 )
 
 // TestAct: perch act runs an http action of a notification as the
-// signed-in user and prints what the target answered; a view action, an
-// unknown action and a missing argument are refused with the reason.
+// signed-in user, by its id or its label, and prints what the target
+// answered; a view action prints its link; an unknown action, an unknown
+// notification and a missing argument are refused with the reason.
 func TestAct(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
@@ -57,12 +58,34 @@ func TestAct(t *testing.T) {
 		t.Errorf("stdout %q, %d hits", got, hits.Load())
 	}
 
+	// By its label, in any case, as perch listen shows it.
+	c, stdout, _ = testCLI(t, dir, nil)
+	if err := dispatch(t.Context(), "act", []string{id, "approve"}, c); err != nil {
+		t.Fatalf("act by label: %v", err)
+	}
+	if got := strings.TrimSpace(stdout.String()); got != "done: the target answered 204" || hits.Load() != 2 {
+		t.Errorf("by label: stdout %q, %d hits", got, hits.Load())
+	}
+	// A view action has nothing for the server to run: its link is printed.
+	for _, name := range []string{"a1", "Open"} {
+		c, stdout, _ = testCLI(t, dir, nil)
+		if err := dispatch(t.Context(), "act", []string{id, name}, c); err != nil {
+			t.Fatalf("act %s (view): %v", name, err)
+		}
+		if got := strings.TrimSpace(stdout.String()); got != "Open opens https://ci.example.com/7" {
+			t.Errorf("act %s (view): stdout %q", name, got)
+		}
+	}
+	if hits.Load() != 2 {
+		t.Errorf("a view action reached the http target: %d hits", hits.Load())
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{id, "a1"}, "view action"},
 		{[]string{id, "a9"}, `has no action "a9"`},
+		{[]string{id, "Reject"}, `has no action "Reject"`},
 		{[]string{"424242", "a1"}, "No notification"},
 	} {
 		c, _, _ := testCLI(t, dir, nil)

@@ -178,6 +178,17 @@ func TestFormatLine(t *testing.T) {
 			"2026-11-22 09:00:00  [warning] Deploys: Deploy finished — api v1.2.3 is live  https://ci.example.com/1"},
 		{perch.Notification{CreatedAt: at, Severity: "info", Tab: "Inbound", Title: "Ping"},
 			"2026-11-22 09:00:00  [info] Inbound: Ping"},
+		{perch.Notification{CreatedAt: at, Severity: "info", Tab: "Inbound", Title: "Ping", Priority: perch.PriorityDefault},
+			"2026-11-22 09:00:00  [info] Inbound: Ping"},
+		{perch.Notification{ID: "42", CreatedAt: at, Severity: "error", Priority: perch.PriorityUrgent, Tab: "Checkout",
+			Title: "Error rate 7.2%", Message: "See the **[runbook](https://runbooks.example.com/c)**.", Markdown: true,
+			Tags: []string{"rotating_light", "prod", "eu-west"}, Actions: []perch.NotificationAction{
+				{ID: "a1", Type: perch.ActionHTTP, Label: "Roll  back"},
+				{ID: "a2", Type: perch.ActionView, Label: "Dashboard", URL: "https://grafana.example.com/d/c"},
+			}},
+			"2026-11-22 09:00:00  [error, urgent] Checkout: 🚨 Error rate 7.2% — See the runbook.  #prod #eu-west  (actions of 42: a1 Roll back, a2 Dashboard https://grafana.example.com/d/c)"},
+		{perch.Notification{CreatedAt: at, Severity: "info", Priority: perch.PriorityMin, Title: "Backup done", Message: "**not** Markdown"},
+			"2026-11-22 09:00:00  [info, min] Backup done — **not** Markdown"},
 	} {
 		if got := formatLine(&tt.n, time.UTC); got != tt.want {
 			t.Errorf("got  %q\nwant %q", got, tt.want)

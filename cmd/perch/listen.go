@@ -21,6 +21,7 @@ import (
 	"github.com/perch-dev/perch"
 	"github.com/perch-dev/perch/client"
 	"github.com/perch-dev/perch/internal/creds"
+	trayui "github.com/perch-dev/perch/internal/tray"
 )
 
 // resumeConsumer names an unfiltered listen's resume point in the
@@ -223,6 +224,8 @@ func (l *listener) run(n *perch.Notification, silent bool) bool {
 		"PERCH_TAB="+n.Tab,
 		"PERCH_SOURCE="+n.Source,
 		"PERCH_URL="+n.URL,
+		"PERCH_PRIORITY="+priorityName(n.Priority),
+		"PERCH_TAGS="+strings.Join(n.Tags, ","),
 		"PERCH_CREATED_AT="+n.CreatedAt.UTC().Format(time.RFC3339Nano),
 	)
 	if silent {
@@ -237,6 +240,15 @@ func (l *listener) run(n *perch.Notification, silent bool) bool {
 		fmt.Fprintf(l.stderr, "--exec failed for notification %s: %v\n", n.ID, err)
 	}
 	return true
+}
+
+// priorityName is a notification's priority by name; one stored before
+// priorities (0) has the default.
+func priorityName(p int) string {
+	if p == 0 {
+		p = perch.PriorityDefault
+	}
+	return perch.PriorityName(p)
 }
 
 // shellCommand runs line with the system's shell.
@@ -255,22 +267,50 @@ func (l *listener) record(id string) {
 	}
 }
 
-// formatLine is the readable form of n, on one line:
+// formatLine is the readable form of n, on one line: its time, severity
+// and priority (unless default), tab, tags' emoji, title, message (a
+// Markdown one as plain text), link, other tags, and actions, which
+// perch act runs by the id or the label shown:
 //
-//	2026-11-22 09:00:00  [warning] Deploys: Deploy finished — api v1.2.3 is live  https://…
+//	2026-11-22 09:00:00  [error, urgent] Checkout: 🚨 Error rate 7.2% — See the runbook.  https://…  #prod  (actions of 42: a1 Roll back, a2 Dashboard https://…)
 func formatLine(n *perch.Notification, loc *time.Location) string {
 	var b strings.Builder
 	b.WriteString(n.CreatedAt.In(loc).Format(time.DateTime))
-	fmt.Fprintf(&b, "  [%s] ", n.Severity)
+	b.WriteString("  [" + n.Severity)
+	if n.Priority != 0 && n.Priority != perch.PriorityDefault {
+		b.WriteString(", " + perch.PriorityName(n.Priority))
+	}
+	b.WriteString("] ")
 	if n.Tab != "" {
 		b.WriteString(n.Tab + ": ")
 	}
-	b.WriteString(n.Title)
-	if msg := strings.Join(strings.Fields(n.Message), " "); msg != "" {
+	b.WriteString(trayui.EmojiPrefix(n.Tags) + n.Title)
+	msg := n.Message
+	if n.Markdown {
+		msg = trayui.PlainText(msg)
+	}
+	if msg := strings.Join(strings.Fields(msg), " "); msg != "" {
 		b.WriteString(" — " + msg)
 	}
 	if n.URL != "" {
 		b.WriteString("  " + n.URL)
+	}
+	if words := trayui.TextTags(n.Tags); len(words) > 0 {
+		b.WriteString("  #" + strings.Join(words, " #"))
+	}
+	for i, a := range n.Actions {
+		if i == 0 {
+			b.WriteString("  (actions of " + n.ID + ": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.ID + " " + strings.Join(strings.Fields(a.Label), " "))
+		if a.Type == perch.ActionView && a.URL != "" {
+			b.WriteString(" " + a.URL)
+		}
+		if i == len(n.Actions)-1 {
+			b.WriteString(")")
+		}
 	}
 	return b.String()
 }

@@ -39,7 +39,7 @@ func TestListenMarksSilent(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		want := []string{"[info] Ops: loud", silentMark + "[info] Noise: muted", silentMark + "[info] Ops: least"}
+		want := []string{"[info] Ops: loud", silentMark + "[info, urgent] Noise: muted", silentMark + "[info, min] Ops: least"}
 		if len(lines) != len(want) {
 			t.Fatalf("printed:\n%s", stdout)
 		}

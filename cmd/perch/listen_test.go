@@ -185,7 +185,7 @@ func TestListenFiltersAndFormats(t *testing.T) {
 		t.Fatalf("the filtered listen moved the unfiltered resume point to %q", got)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	want := []string{`  [warning] Deploys: two — first line second line`, `  [error] Deploys: four`}
+	want := []string{`  [warning] Deploys: two — first line second line`, `  [error, high] Deploys: four`}
 	if len(lines) != len(want) {
 		t.Fatalf("printed:\n%s", stdout)
 	}
@@ -262,10 +262,10 @@ func TestListenExec(t *testing.T) {
 	st := u.signInTo(t, dir, base)
 	c, stdout, stderr := testCLI(t, dir, nil)
 	stop := background(t, c, "listen", "--exec",
-		`echo "$PERCH_ID|$PERCH_TITLE|$PERCH_MESSAGE|$PERCH_SEVERITY|$PERCH_TAB|$PERCH_SOURCE|$PERCH_URL|$PERCH_CREATED_AT"; test "$PERCH_TITLE" != bad`)
+		`echo "$PERCH_ID|$PERCH_TITLE|$PERCH_MESSAGE|$PERCH_SEVERITY|$PERCH_TAB|$PERCH_SOURCE|$PERCH_URL|$PERCH_PRIORITY|$PERCH_TAGS|$PERCH_CREATED_AT"; test "$PERCH_TITLE" != bad`)
 	stderr.waitFor(t, "listening for notifications from "+base)
 
-	one := u.send(t, client.InboundEvent{Title: "one", Message: "it's \"quoted\"", Tab: "Ops", Severity: "warning"})
+	one := u.send(t, client.InboundEvent{Title: "one", Message: "it's \"quoted\"", Tab: "Ops", Severity: "warning", Priority: "high", Tags: []string{"rocket", "api"}})
 	bad := u.send(t, client.InboundEvent{Title: "bad"})
 	two := u.send(t, client.InboundEvent{Title: "two"})
 	eventually(t, "the resume point", func() bool { return st.LastID(base, "listen") == two })
@@ -277,16 +277,16 @@ func TestListenExec(t *testing.T) {
 		t.Fatalf("command output:\n%s", stdout)
 	}
 	for i, want := range [][]string{
-		{one, "one", `it's "quoted"`, "warning", "Ops", "inbound", ""},
-		{bad, "bad", "", "info", "Inbound", "inbound", ""},
-		{two, "two", "", "info", "Inbound", "inbound", ""},
+		{one, "one", `it's "quoted"`, "warning", "Ops", "inbound", "", "high", "rocket,api"},
+		{bad, "bad", "", "info", "Inbound", "inbound", "", "default", ""},
+		{two, "two", "", "info", "Inbound", "inbound", "", "default", ""},
 	} {
 		got := strings.Split(lines[i], "|")
-		if len(got) != 8 || !slices.Equal(got[:7], want) {
+		if len(got) != 10 || !slices.Equal(got[:9], want) {
 			t.Errorf("line %q, want %q and a time", lines[i], want)
 			continue
 		}
-		if _, err := time.Parse(time.RFC3339Nano, got[7]); err != nil {
+		if _, err := time.Parse(time.RFC3339Nano, got[9]); err != nil {
 			t.Errorf("PERCH_CREATED_AT: %v", err)
 		}
 	}
