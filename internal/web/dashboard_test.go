@@ -324,6 +324,44 @@ func TestDashboardShowsASecretOnlyOnce(t *testing.T) {
 	b.post("/webhook-tokens", url.Values{"label": {""}, "sender": {"inbound"}}).expect(t, 400, "").contains(t, `class="problem"`)
 }
 
+// TestDashboardScheduledNotifications: what a webhook token scheduled is
+// listed beside the tokens, soonest first, and Cancel takes it back: it
+// leaves the list and the API's (that a cancelled one is never delivered is
+// internal/server's TestScheduledNotificationCancelledByItsTokensOwnerOnly).
+func TestDashboardScheduledNotifications(t *testing.T) {
+	t.Parallel()
+	a := newSite(t, storetest.New(t, store.SQLite))
+	ada := a.register("Ada")
+	b := newBrowser(t, a.ts)
+	b.post("/signin", url.Values{"email": {ada.Email}, "password": {goodPassword}}).expect(t, 303, "/notifications")
+	b.get("/webhook-tokens").expect(t, 200, "").lacks(t, "Scheduled notifications")
+	p := b.post("/webhook-tokens", url.Values{"label": {"Reminders"}, "sender": {"inbound"}, "scope": {"user"}}).expect(t, 200, "")
+	start := strings.Index(p.Body, "whk_")
+	raw := p.Body[start : start+strings.IndexAny(p.Body[start:], `"<&'`)]
+	for _, e := range []map[string]any{{"title": "Standup later", "delay": "2h"}, {"title": "Standup soon", "delay": "1h", "tab": "Team"}} {
+		expect(t, a.call("POST", "/webhooks/inbound?token="+raw, "", e), 200)
+	}
+	list := b.get("/webhook-tokens").expect(t, 200, "").contains(t, "Scheduled notifications", "<strong>Standup soon</strong>", `<td data-label="Tab">Team</td>`, `<td class="muted" data-label="Token">Reminders</td>`)
+	if strings.Index(list.Body, "Standup soon") > strings.Index(list.Body, "Standup later") {
+		t.Error("the scheduled notifications are not soonest first")
+	}
+	pending := expect(t, a.call("GET", "/api/v1/notifications/scheduled", ada.Access, nil), 200).List()
+	if len(pending) != 2 || pending[0]["title"] != "Standup soon" {
+		t.Fatalf("scheduled: %+v", pending)
+	}
+	soon := pending[0]["id"].(string)
+	list.contains(t, `action="/webhook-tokens/scheduled/`+soon+`/cancel"`)
+
+	b.post("/webhook-tokens/scheduled/"+soon+"/cancel", nil).expect(t, 303, "/webhook-tokens")
+	b.get("/webhook-tokens").expect(t, 200, "").contains(t, "will not be delivered", "Standup later").lacks(t, "<strong>Standup soon</strong>")
+	pending = expect(t, a.call("GET", "/api/v1/notifications/scheduled", ada.Access, nil), 200).List()
+	if len(pending) != 1 || pending[0]["title"] != "Standup later" {
+		t.Errorf("after the cancel: %+v", pending)
+	}
+	// Once gone, or never the user's, there is nothing to cancel.
+	b.post("/webhook-tokens/scheduled/"+soon+"/cancel", nil).expect(t, 404, "")
+}
+
 func TestDashboardOrganisationForms(t *testing.T) {
 	t.Parallel()
 	a := newSite(t, storetest.New(t, store.SQLite))

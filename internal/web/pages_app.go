@@ -50,6 +50,11 @@ type webhooksData struct {
 	// Broadcast is set for a platform admin while token-less deliveries
 	// are broadcast, to say so and how to stop it.
 	Broadcast bool
+	// Scheduled are the notifications the user's webhook tokens hold for
+	// later (deliver_at, delay), soonest first; TokenLabels names the
+	// token of each.
+	Scheduled   []*perch.ScheduledNotification
+	TokenLabels map[string]string
 }
 
 type sender struct{ Value, Name, Hint string }
@@ -85,9 +90,13 @@ func (c *call) webhooksData() (*webhooksData, error) {
 	if err := c.do(http.MethodGet, "/api/v1/org/teams", nil, &data.Teams); err != nil {
 		return nil, err
 	}
-	data.Tries = map[string]string{}
+	if err := c.do(http.MethodGet, "/api/v1/notifications/scheduled", nil, &data.Scheduled); err != nil {
+		return nil, err
+	}
+	data.Tries, data.TokenLabels = map[string]string{}, map[string]string{}
 	for _, t := range data.Tokens {
 		data.Tries[t.ID] = tryIt(t.Sender, c.receiverURL(t.Sender, "YOUR_TOKEN"), c.d.signed[t.Sender])
+		data.TokenLabels[t.ID] = t.Label
 	}
 	data.Broadcast = c.d.broadcast && c.user.IsAdmin
 	return data, nil
@@ -132,6 +141,15 @@ func (d *Dashboard) DeleteWebhookToken(w http.ResponseWriter, r *http.Request, c
 		return err
 	}
 	return c.redirect("/webhook-tokens", "The webhook token is deleted; deliveries with it are refused from now on.")
+}
+
+// CancelScheduled takes back a notification one of the user's webhook
+// tokens scheduled: it is never delivered.
+func (d *Dashboard) CancelScheduled(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := c.api.CancelScheduled(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	return c.redirect("/webhook-tokens", "The scheduled notification is cancelled; it will not be delivered.")
 }
 
 // Profile shows the user's name, address and password forms.

@@ -43,6 +43,7 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /webhook-tokens", d.Private(d.WebhookTokens))
 	m.Handle("POST /webhook-tokens", d.Private(d.CreateWebhookToken))
 	m.Handle("POST /webhook-tokens/{id}/delete", d.Private(d.DeleteWebhookToken))
+	m.Handle("POST /webhook-tokens/scheduled/{id}/cancel", d.Private(d.CancelScheduled))
 	m.Handle("GET /api-tokens", d.Private(d.APITokens))
 	m.Handle("POST /api-tokens", d.Private(d.CreateAPIToken))
 	m.Handle("POST /api-tokens/{id}", d.Private(d.UpdateAPIToken))
