@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,17 +42,17 @@ func (c *cli) act(ctx context.Context, args []string) error {
 		return err
 	}
 	cl := st.Client(si, c.clientOpts...)
-	res, err := cl.RunAction(ctx, id, actionID)
-	if code := perch.ErrorCode(err); code == perch.ENOTFOUND || code == perch.ECONFLICT {
-		// Not an id of its actions (a label, perhaps), or a view action.
-		if a, ok := findAction(ctx, cl, id, actionID); ok {
-			if a.Type == perch.ActionView {
-				fmt.Fprintf(c.stdout, "%s opens %s\n", a.Label, a.URL)
-				return nil
-			}
-			res, err = cl.RunAction(ctx, id, a.ID)
+	// The action is looked up first, so that a label finds its id and a
+	// view action needs no run; a run counts against the actions' rate
+	// limit once. What the lookup cannot find is the server's to refuse.
+	if a, ok := findAction(ctx, cl, id, actionID); ok {
+		if a.Type == perch.ActionView {
+			fmt.Fprintf(c.stdout, "%s opens %s\n", a.Label, a.URL)
+			return nil
 		}
+		actionID = a.ID
 	}
+	res, err := cl.RunAction(ctx, id, actionID)
 	switch perch.ErrorCode(err) {
 	case "":
 	case perch.EUNAUTHORIZED:
@@ -70,8 +71,9 @@ func (c *cli) act(ctx context.Context, args []string) error {
 	return nil
 }
 
-// findAction looks up notification id's action named name, by its id or its
-// label (in any case); ok is false when the user sees no such notification
+// findAction looks up notification id's action named name, by its id or,
+// failing that, its label (in any case, spaces as perch listen prints
+// them); ok is false when the user sees no such notification
 // or it has no such action.
 func findAction(ctx context.Context, cl *client.Client, id, name string) (perch.NotificationAction, bool) {
 	num, err := strconv.ParseInt(id, 10, 64)
@@ -82,10 +84,14 @@ func findAction(ctx context.Context, cl *client.Client, id, name string) (perch.
 	if err != nil || len(page) == 0 || page[0].ID != id {
 		return perch.NotificationAction{}, false
 	}
-	for _, a := range page[0].Actions {
-		if a.ID == name || strings.EqualFold(strings.TrimSpace(a.Label), strings.TrimSpace(name)) {
-			return a, true
-		}
+	acts := page[0].Actions
+	if i := slices.IndexFunc(acts, func(a perch.NotificationAction) bool { return a.ID == name }); i >= 0 {
+		return acts[i], true // an id before any label that spells it
+	}
+	if i := slices.IndexFunc(acts, func(a perch.NotificationAction) bool {
+		return strings.EqualFold(strings.Join(strings.Fields(a.Label), " "), strings.Join(strings.Fields(name), " "))
+	}); i >= 0 {
+		return acts[i], true
 	}
 	return perch.NotificationAction{}, false
 }
