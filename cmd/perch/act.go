@@ -89,7 +89,7 @@ func findAction(ctx context.Context, cl *client.Client, id, name string) (perch.
 		return acts[i], true // an id before any label that spells it
 	}
 	if i := slices.IndexFunc(acts, func(a perch.NotificationAction) bool {
-		return strings.EqualFold(strings.Join(strings.Fields(a.Label), " "), strings.Join(strings.Fields(name), " "))
+		return strings.EqualFold(perch.OneLine(a.Label), perch.OneLine(name))
 	}); i >= 0 {
 		return acts[i], true
 	}

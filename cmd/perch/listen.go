@@ -298,19 +298,15 @@ func formatLine(n *perch.Notification, loc *time.Location) string {
 	if words := trayui.TextTags(n.Tags); len(words) > 0 {
 		b.WriteString("  #" + strings.Join(words, " #"))
 	}
-	for i, a := range n.Actions {
-		if i == 0 {
-			b.WriteString("  (actions of " + n.ID + ": ")
-		} else {
-			b.WriteString(", ")
+	if len(n.Actions) > 0 {
+		acts := make([]string, len(n.Actions))
+		for i, a := range n.Actions {
+			acts[i] = a.ID + " " + perch.OneLine(a.Label)
+			if a.Type == perch.ActionView && a.URL != "" {
+				acts[i] += " " + a.URL
+			}
 		}
-		b.WriteString(a.ID + " " + strings.Join(strings.Fields(a.Label), " "))
-		if a.Type == perch.ActionView && a.URL != "" {
-			b.WriteString(" " + a.URL)
-		}
-		if i == len(n.Actions)-1 {
-			b.WriteString(")")
-		}
+		b.WriteString("  (actions of " + n.ID + ": " + strings.Join(acts, ", ") + ")")
 	}
 	return b.String()
 }
